@@ -1,0 +1,148 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "retention-fleet",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Kafka", targets: ["Kafka"]),
+        .library(name: "FleetModel", targets: ["FleetModel"]),
+        .library(name: "DeliveryPolicy", targets: ["DeliveryPolicy"]),
+        .library(name: "UpstreamProcessors", targets: ["UpstreamProcessors"]),
+        .library(name: "FleetSimulation", targets: ["FleetSimulation"]),
+        .executable(name: "fleetctl", targets: ["fleetctl"]),
+        .executable(name: "access-worker", targets: ["access-worker"]),
+        .executable(name: "delivery-worker", targets: ["delivery-worker"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    ],
+    targets: [
+        // librdkafka from the system (Debian: librdkafka-dev).
+        .systemLibrary(
+            name: "CRdKafka",
+            pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"])]
+        ),
+        // Our Swift wrapper over librdkafka: the only Kafka client in the fleet.
+        .target(
+            name: "Kafka",
+            dependencies: [
+                "CRdKafka",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // Record formats, time, ids and the processor shape shared by every executable.
+        .target(
+            name: "FleetModel",
+            swiftSettings: strict
+        ),
+        // The delivery worker's decisions: pure engine + policy profiles.
+        .target(
+            name: "DeliveryPolicy",
+            dependencies: [
+                "FleetModel",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Collections", package: "swift-collections"),
+            ],
+            resources: [.copy("Profiles")],
+            swiftSettings: strict
+        ),
+        // The four upstream workers' decisions: pure processors.
+        .target(
+            name: "UpstreamProcessors",
+            dependencies: [
+                "FleetModel",
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strict
+        ),
+        // `fleetctl simulate`: the whole fleet's logic in one process over JSONL.
+        .target(
+            name: "FleetSimulation",
+            dependencies: ["FleetModel", "DeliveryPolicy", "UpstreamProcessors"],
+            swiftSettings: strict
+        ),
+        // Kafka-facing worker plumbing (consume loop, DLQ, topic set, lifecycle).
+        .target(
+            name: "FleetWorkers",
+            dependencies: [
+                "Kafka",
+                "FleetModel",
+                "UpstreamProcessors",
+                "DeliveryPolicy",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "fleetctl",
+            dependencies: [
+                "FleetWorkers",
+                "FleetSimulation",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "access-worker",
+            dependencies: [
+                "FleetWorkers",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "delivery-worker",
+            dependencies: [
+                "FleetWorkers",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "FleetModelTests",
+            dependencies: [
+                "FleetModel",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "KafkaTests",
+            dependencies: ["Kafka"]
+        ),
+        .testTarget(
+            name: "DeliveryPolicyTests",
+            dependencies: [
+                "DeliveryPolicy",
+                "FleetSimulation",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "UpstreamProcessorsTests",
+            dependencies: [
+                "UpstreamProcessors",
+                "FleetSimulation",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["Kafka", "FleetWorkers", "FleetModel"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

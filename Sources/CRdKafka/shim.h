@@ -1,0 +1,4 @@
+#ifndef CRDKAFKA_SHIM_H
+#define CRDKAFKA_SHIM_H
+#include <librdkafka/rdkafka.h>
+#endif

@@ -1,0 +1,232 @@
+import Foundation
+
+/// Any record of the fleet's topics, tagged by its `type`.
+public enum FleetRecord: Hashable, Sendable {
+    case scoreComputed(ScoreComputed)
+    case contactsSyncCompleted(ContactsSyncCompleted)
+    case reminderUpserted(ReminderUpserted)
+    case reminderCancelled(ReminderCancelled)
+    case accessRequested(AccessRequested)
+    case securityNewSignin(SecurityAlert)
+    case securitySuspiciousActivity(SecurityAlert)
+    case userSignedUp(UserSignedUp)
+    case appOpened(AppOpened)
+    case notificationOpened(NotificationInteraction)
+    case notificationDismissed(NotificationInteraction)
+    case settingsChanged(SettingsChanged)
+    case permissionChanged(PermissionChanged)
+    case userAction(UserAction)
+    case scoreViewed(ScoreViewed)
+    case intent(Intent)
+    case sectionItem(SectionItem)
+    case retentionEvent(RetentionEvent)
+    case tick(Tick)
+    case delivery(Delivery)
+    case decision(Decision)
+
+    /// The JSON `type` of this record.
+    public var type: String {
+        switch self {
+        case .scoreComputed: "score.computed"
+        case .contactsSyncCompleted: "contacts.sync_completed"
+        case .reminderUpserted: "reminder.upserted"
+        case .reminderCancelled: "reminder.cancelled"
+        case .accessRequested: "access.requested"
+        case .securityNewSignin: "security.new_signin"
+        case .securitySuspiciousActivity: "security.suspicious_activity"
+        case .userSignedUp: "user.signed_up"
+        case .appOpened: "app.opened"
+        case .notificationOpened: "notification.opened"
+        case .notificationDismissed: "notification.dismissed"
+        case .settingsChanged: "user.settings_changed"
+        case .permissionChanged: "permission.changed"
+        case .userAction: "user.action"
+        case .scoreViewed: "score.viewed"
+        case .intent: "intent"
+        case .sectionItem: "section.item"
+        case .retentionEvent: "retention.event"
+        case .tick: "tick"
+        case .delivery: "delivery"
+        case .decision: "decision"
+        }
+    }
+
+    public var payload: any RecordPayload {
+        switch self {
+        case .scoreComputed(let p): p
+        case .contactsSyncCompleted(let p): p
+        case .reminderUpserted(let p): p
+        case .reminderCancelled(let p): p
+        case .accessRequested(let p): p
+        case .securityNewSignin(let p), .securitySuspiciousActivity(let p): p
+        case .userSignedUp(let p): p
+        case .appOpened(let p): p
+        case .notificationOpened(let p), .notificationDismissed(let p): p
+        case .settingsChanged(let p): p
+        case .permissionChanged(let p): p
+        case .userAction(let p): p
+        case .scoreViewed(let p): p
+        case .intent(let p): p
+        case .sectionItem(let p): p
+        case .retentionEvent(let p): p
+        case .tick(let p): p
+        case .delivery(let p): p
+        case .decision(let p): p
+        }
+    }
+
+    public var id: String { payload.id }
+    public var userId: String { payload.userId }
+
+    /// Whether this is one of the `rin.app.activity` record types.
+    public var isActivity: Bool {
+        switch self {
+        case .userSignedUp, .appOpened, .notificationOpened, .notificationDismissed, .settingsChanged,
+            .permissionChanged, .userAction, .scoreViewed:
+            true
+        default:
+            false
+        }
+    }
+}
+
+extension FleetRecord: Codable {
+    private enum HeaderKeys: String, CodingKey { case v, type }
+
+    public init(from decoder: any Decoder) throws {
+        let header = try decoder.container(keyedBy: HeaderKeys.self)
+        let version = try header.decode(Int.self, forKey: .v)
+        guard version == 1 else {
+            throw DecodingError.dataCorruptedError(forKey: .v, in: header, debugDescription: "unsupported version \(version)")
+        }
+        let type = try header.decode(String.self, forKey: .type)
+        guard let decode = FleetRecord.decoders[type] else {
+            throw DecodingError.dataCorruptedError(forKey: .type, in: header, debugDescription: "unknown type '\(type)'")
+        }
+        self = try decode(decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var header = encoder.container(keyedBy: HeaderKeys.self)
+        try header.encode(1, forKey: .v)
+        try header.encode(type, forKey: .type)
+        try payload.encode(to: encoder)
+    }
+
+    private static let decoders: [String: @Sendable (any Decoder) throws -> FleetRecord] = [
+        "score.computed": { .scoreComputed(try ScoreComputed(from: $0)) },
+        "contacts.sync_completed": { .contactsSyncCompleted(try ContactsSyncCompleted(from: $0)) },
+        "reminder.upserted": { .reminderUpserted(try ReminderUpserted(from: $0)) },
+        "reminder.cancelled": { .reminderCancelled(try ReminderCancelled(from: $0)) },
+        "access.requested": { .accessRequested(try AccessRequested(from: $0)) },
+        "security.new_signin": { .securityNewSignin(try SecurityAlert(from: $0)) },
+        "security.suspicious_activity": { .securitySuspiciousActivity(try SecurityAlert(from: $0)) },
+        "user.signed_up": { .userSignedUp(try UserSignedUp(from: $0)) },
+        "app.opened": { .appOpened(try AppOpened(from: $0)) },
+        "notification.opened": { .notificationOpened(try NotificationInteraction(from: $0)) },
+        "notification.dismissed": { .notificationDismissed(try NotificationInteraction(from: $0)) },
+        "user.settings_changed": { .settingsChanged(try SettingsChanged(from: $0)) },
+        "permission.changed": { .permissionChanged(try PermissionChanged(from: $0)) },
+        "user.action": { .userAction(try UserAction(from: $0)) },
+        "score.viewed": { .scoreViewed(try ScoreViewed(from: $0)) },
+        "intent": { .intent(try Intent(from: $0)) },
+        "section.item": { .sectionItem(try SectionItem(from: $0)) },
+        "retention.event": { .retentionEvent(try RetentionEvent(from: $0)) },
+        "tick": { .tick(try Tick(from: $0)) },
+        "delivery": { .delivery(try Delivery(from: $0)) },
+        "decision": { .decision(try Decision(from: $0)) },
+    ]
+}
+
+/// Turns record bytes into validated `FleetRecord`s and back, with errors an operator can act on.
+///
+/// Encoding sorts keys, so the same record always yields the same bytes (crash equivalence and
+/// replay compare output byte for byte).
+public enum RecordCodec {
+    /// Decodes and validates one record read from `topic`. Fails when the JSON is malformed, a
+    /// required field is missing or has the wrong type, a value is out of range, the `type` is
+    /// unknown, or the type does not belong on `topic`.
+    public static func decode(_ bytes: some Collection<UInt8>, topic: String) throws(RecordError) -> FleetRecord {
+        let record = try decode(bytes)
+        if let allowed = Topics.allowedTypes[topic], !allowed.contains(record.type) {
+            throw RecordError("type '\(record.type)' does not belong on topic '\(topic)'")
+        }
+        return record
+    }
+
+    /// Decodes and validates one record, whatever topic it came from.
+    public static func decode(_ bytes: some Collection<UInt8>) throws(RecordError) -> FleetRecord {
+        let data = Data(bytes)
+        let record: FleetRecord
+        do {
+            record = try JSONDecoder().decode(FleetRecord.self, from: data)
+        } catch let error as DecodingError {
+            throw RecordError(describe(error))
+        } catch {
+            throw RecordError("not a JSON record: \(error)")
+        }
+        try requireNonEmpty(record.id, "id")
+        if case .tick = record {} else { try requireNonEmpty(record.userId, "user_id") }
+        try record.payload.validate()
+        return record
+    }
+
+    /// The canonical bytes of `record`: UTF-8 JSON with sorted keys.
+    public static func encode(_ record: FleetRecord) -> [UInt8] {
+        do {
+            return Array(try encoder.encode(record))
+        } catch {
+            // Our own value types always encode; reaching this is a programming error.
+            preconditionFailure("encoding \(record.type) failed: \(error)")
+        }
+    }
+
+    public static func encodeString(_ record: FleetRecord) -> String {
+        String(decoding: encode(record), as: UTF8.self)
+    }
+
+    private static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            var parts: [String] = []
+            for key in codingPath + (last.map { [$0] } ?? []) {
+                if let i = key.intValue { parts.append("[\(i)]") } else {
+                    parts.append((parts.isEmpty ? "" : ".") + key.stringValue)
+                }
+            }
+            return parts.joined()
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "missing required field '\(path(context.codingPath, key))'"
+        case .typeMismatch(let type, let context):
+            return "field '\(path(context.codingPath))' has the wrong type (expected \(jsonKind(type)))"
+        case .valueNotFound(let type, let context):
+            return "field '\(path(context.codingPath))' is null (expected \(jsonKind(type)))"
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty {
+                return "not valid JSON"
+            }
+            let field = path(context.codingPath)
+            if field == "type" || field == "v" { return context.debugDescription }
+            return "field '\(field)': \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    private static func jsonKind(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type, is Int32.Type: "an integer"
+        case is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        default: "\(type)"
+        }
+    }
+}

@@ -1,0 +1,102 @@
+/// An arbitrary JSON value, for the parts of records whose shape depends on another field
+/// (`intent.data` by notification, `section.item`, event properties).
+///
+/// Integers are kept apart from other numbers so they round-trip exactly and encode without
+/// a fraction, which keeps re-encoded records byte-identical.
+public enum JSONValue: Hashable, Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    public var intValue: Int64? {
+        switch self {
+        case .int(let i): return i
+        case .double(let d) where d.rounded() == d && abs(d) < 1e15: return Int64(d)
+        default: return nil
+        }
+    }
+    public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
+    public var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
+
+    public subscript(key: String) -> JSONValue? { objectValue?[key] }
+}
+
+public typealias JSONObject = [String: JSONValue]
+
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByFloatLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public typealias Key = String
+    public typealias Value = JSONValue
+    public typealias ArrayLiteralElement = JSONValue
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(nilLiteral: ()) { self = .null }
+}
+
+extension JSONValue: Codable {
+    private struct JSONKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        if let object = try? decoder.container(keyedBy: JSONKey.self) {
+            var result: [String: JSONValue] = [:]
+            for key in object.allKeys { result[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
+            self = .object(result)
+        } else if var array = try? decoder.unkeyedContainer() {
+            var result: [JSONValue] = []
+            while !array.isAtEnd { result.append(try array.decode(JSONValue.self)) }
+            self = .array(result)
+        } else {
+            let single = try decoder.singleValueContainer()
+            if single.decodeNil() {
+                self = .null
+            } else if let b = try? single.decode(Bool.self) {
+                self = .bool(b)
+            } else if let i = try? single.decode(Int64.self) {
+                self = .int(i)
+            } else if let d = try? single.decode(Double.self) {
+                self = .double(d)
+            } else {
+                self = .string(try single.decode(String.self))
+            }
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .null:
+            var c = encoder.singleValueContainer(); try c.encodeNil()
+        case .bool(let b):
+            var c = encoder.singleValueContainer(); try c.encode(b)
+        case .int(let i):
+            var c = encoder.singleValueContainer(); try c.encode(i)
+        case .double(let d):
+            var c = encoder.singleValueContainer(); try c.encode(d)
+        case .string(let s):
+            var c = encoder.singleValueContainer(); try c.encode(s)
+        case .array(let a):
+            var c = encoder.unkeyedContainer()
+            for element in a { try c.encode(element) }
+        case .object(let o):
+            var c = encoder.container(keyedBy: JSONKey.self)
+            for key in o.keys.sorted() { try c.encode(o[key]!, forKey: JSONKey(stringValue: key)) }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+/// A record a processor emits, with the topic it goes to. Keyed by `record.userId`.
+public struct OutputRecord: Hashable, Sendable {
+    public var topic: String
+    public var timestamp: Timestamp
+    public var record: FleetRecord
+
+    public init(topic: String, timestamp: Timestamp, record: FleetRecord) {
+        self.topic = topic; self.timestamp = timestamp; self.record = record
+    }
+
+    public var key: String { record.userId }
+}
+
+/// Hands out the ids of the records one log position produces: `topic:partition:offset:index`.
+///
+/// Every output id is a function of the log coordinates of the record that caused it (or, for
+/// timers, of the record whose time made them due), so a re-run yields the same ids (P-IDEM-1,
+/// crash equivalence).
+public struct OutputIDs: Hashable, Sendable {
+    public let origin: SourceCoordinates
+    public private(set) var nextIndex: Int
+
+    public init(origin: SourceCoordinates, startingAt index: Int = 0) {
+        self.origin = origin
+        self.nextIndex = index
+    }
+
+    public mutating func next() -> String {
+        defer { nextIndex += 1 }
+        return "\(origin.topic):\(origin.partition):\(origin.offset):\(nextIndex)"
+    }
+}
+
+/// What one processing step sees and produces: the log time, the user, fresh output ids and the
+/// outputs so far. Passed `inout` so a step can only add to it.
+public struct ProcessingContext: Sendable {
+    /// The partition's log time (DESIGN.md "Time"): never a wall clock.
+    public let now: Timestamp
+    public let userId: String
+    public var ids: OutputIDs
+    public private(set) var outputs: [OutputRecord] = []
+
+    public init(now: Timestamp, userId: String, ids: OutputIDs) {
+        self.now = now; self.userId = userId; self.ids = ids
+    }
+
+    public mutating func nextID() -> String { ids.next() }
+
+    /// Emits `record` to `topic`, stamped with the log time.
+    public mutating func emit(_ record: FleetRecord, to topic: String) {
+        outputs.append(OutputRecord(topic: topic, timestamp: now, record: record))
+    }
+}
+
+/// The shape of every worker's decision logic (DESIGN.md principle 1): per-user state folded
+/// over input records and timers, with no clock and no I/O. The runtime, the simulator and
+/// replay all drive the same processors.
+public protocol UserProcessor: Sendable {
+    associatedtype State: Codable & Hashable & Sendable
+
+    /// The state of a user never seen before.
+    func initialState(userId: String) -> State
+
+    /// Applies one input record. Throws (leaving `state` untouched) when the record breaks a rule
+    /// of this processor, e.g. an unknown notification type; the runtime dead-letters it.
+    func process(_ record: FleetRecord, state: inout State, context: inout ProcessingContext) throws(RecordError)
+
+    /// Fires every timer of this user that is due at `context.now`, in time order.
+    func fireTimers(state: inout State, context: inout ProcessingContext)
+
+    /// The earliest time a timer of this user is due, if any.
+    func nextWakeUp(_ state: State) -> Timestamp?
+}
