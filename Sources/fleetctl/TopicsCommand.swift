@@ -1,0 +1,5 @@
+import ArgumentParser
+
+struct TopicsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "topics", abstract: "Create and check the fleet's topics.")
+}
