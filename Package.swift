@@ -46,6 +46,7 @@ let package = Package(
         // Record formats, time, ids and the processor shape shared by every executable.
         .target(
             name: "FleetModel",
+            dependencies: [.product(name: "Collections", package: "swift-collections")],
             swiftSettings: strict
         ),
         // The delivery worker's decisions: pure engine + policy profiles.
