@@ -141,6 +141,14 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "FleetSimulationTests",
+            dependencies: [
+                "FleetSimulation",
+                "FleetModel",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: ["Kafka", "FleetWorkers", "FleetModel"]
         ),

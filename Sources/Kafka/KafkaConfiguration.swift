@@ -1,0 +1,151 @@
+import Foundation
+
+/// librdkafka properties for one client, with typed accessors for the ones the fleet sets itself.
+///
+/// Every typed field is a view over `properties`, so there is one source of truth and any other
+/// librdkafka property (TLS, SASL, tuning) passes through unchanged — operators configure those
+/// with `KAFKA_*` environment variables (see `fromEnvironment`) without code changes.
+public struct KafkaConfiguration: Sendable, Equatable {
+    /// librdkafka property name → value, exactly as given to `rd_kafka_conf_set`.
+    public var properties: [String: String]
+
+    public init(properties: [String: String] = [:]) {
+        self.properties = properties
+    }
+
+    public init(bootstrapServers: String, properties: [String: String] = [:]) {
+        self.properties = properties
+        self.bootstrapServers = bootstrapServers
+    }
+
+    /// Any librdkafka property by its name (`"security.protocol"`); `nil` removes it.
+    public subscript(property: String) -> String? {
+        get { properties[property] }
+        set { properties[property] = newValue }
+    }
+
+    /// A copy where `other`'s properties win over ours.
+    public func merging(_ other: KafkaConfiguration) -> KafkaConfiguration {
+        KafkaConfiguration(properties: properties.merging(other.properties) { _, theirs in theirs })
+    }
+
+    // MARK: Environment
+
+    /// Properties from environment variables with `prefix` (default `KAFKA_`): the rest of the name is
+    /// lower-cased and `_` becomes `.`, so `KAFKA_SECURITY_PROTOCOL=SASL_SSL` sets
+    /// `security.protocol=SASL_SSL` and `KAFKA_SASL_MECHANISMS` sets `sasl.mechanisms`.
+    /// librdkafka validates names and values when a client is created.
+    public static func fromEnvironment(_ environment: [String: String], prefix: String = "KAFKA_") -> KafkaConfiguration {
+        var configuration = KafkaConfiguration()
+        for (name, value) in environment where name.hasPrefix(prefix) && name.count > prefix.count {
+            let property = name.dropFirst(prefix.count).lowercased().replacingOccurrences(of: "_", with: ".")
+            configuration.properties[property] = value
+        }
+        return configuration
+    }
+
+    /// `fromEnvironment(_:prefix:)` over this process's environment.
+    public static func fromEnvironment(prefix: String = "KAFKA_") -> KafkaConfiguration {
+        fromEnvironment(ProcessInfo.processInfo.environment, prefix: prefix)
+    }
+
+    // MARK: Typed properties
+
+    /// `bootstrap.servers`: comma-separated `host:port` list.
+    public var bootstrapServers: String? {
+        get { properties["bootstrap.servers"] }
+        set { properties["bootstrap.servers"] = newValue }
+    }
+
+    /// `client.id`: shows up in broker logs and metrics.
+    public var clientId: String? {
+        get { properties["client.id"] }
+        set { properties["client.id"] = newValue }
+    }
+
+    /// `group.id`: the consumer group; required by `KafkaConsumer.subscribe`.
+    public var groupId: String? {
+        get { properties["group.id"] }
+        set { properties["group.id"] = newValue }
+    }
+
+    /// `group.instance.id`: static membership, so a restart keeps the member's partitions.
+    public var groupInstanceId: String? {
+        get { properties["group.instance.id"] }
+        set { properties["group.instance.id"] = newValue }
+    }
+
+    /// `transactional.id`: makes a producer transactional; one id per input partition set/instance.
+    public var transactionalId: String? {
+        get { properties["transactional.id"] }
+        set { properties["transactional.id"] = newValue }
+    }
+
+    /// `session.timeout.ms`: how long the group waits for a silent member.
+    public var sessionTimeoutMs: Int? {
+        get { properties["session.timeout.ms"].flatMap { Int($0) } }
+        set { properties["session.timeout.ms"] = newValue.map(String.init) }
+    }
+
+    /// `heartbeat.interval.ms`.
+    public var heartbeatIntervalMs: Int? {
+        get { properties["heartbeat.interval.ms"].flatMap { Int($0) } }
+        set { properties["heartbeat.interval.ms"] = newValue.map(String.init) }
+    }
+
+    /// `linger.ms`: how long the producer waits to fill a batch.
+    public var lingerMs: Int? {
+        get { properties["linger.ms"].flatMap { Int($0) } }
+        set { properties["linger.ms"] = newValue.map(String.init) }
+    }
+
+    /// `enable.auto.commit`. Our consumers default it to `false` (commits are explicit).
+    public var enableAutoCommit: Bool? {
+        get { properties["enable.auto.commit"].map { $0 == "true" } }
+        set { properties["enable.auto.commit"] = newValue.map { $0 ? "true" : "false" } }
+    }
+
+    /// Where a group starts on a partition without a committed offset.
+    public enum AutoOffsetReset: String, Sendable {
+        case earliest, latest, error
+    }
+
+    /// `auto.offset.reset`.
+    public var autoOffsetReset: AutoOffsetReset? {
+        get { properties["auto.offset.reset"].flatMap(AutoOffsetReset.init(rawValue:)) }
+        set { properties["auto.offset.reset"] = newValue?.rawValue }
+    }
+
+    /// Whether a consumer sees records of open and aborted transactions.
+    public enum IsolationLevel: String, Sendable {
+        case readCommitted = "read_committed"
+        case readUncommitted = "read_uncommitted"
+    }
+
+    /// `isolation.level`.
+    public var isolationLevel: IsolationLevel? {
+        get { properties["isolation.level"].flatMap(IsolationLevel.init(rawValue:)) }
+        set { properties["isolation.level"] = newValue?.rawValue }
+    }
+
+    /// Partition assignment strategies. `cooperativeSticky` moves only the partitions that change
+    /// owner (incremental rebalance); the others are eager (everything is revoked, then reassigned).
+    public enum AssignmentStrategy: String, Sendable {
+        case range
+        case roundRobin = "roundrobin"
+        case cooperativeSticky = "cooperative-sticky"
+    }
+
+    /// `partition.assignment.strategy` (nil when unset or a list of several strategies).
+    public var assignmentStrategy: AssignmentStrategy? {
+        get { properties["partition.assignment.strategy"].flatMap(AssignmentStrategy.init(rawValue:)) }
+        set { properties["partition.assignment.strategy"] = newValue?.rawValue }
+    }
+
+    /// `partitioner`. Our producers default to `murmur2_random`, the Java client's partitioning, so
+    /// every producer of the fleet (and Java tools) puts a key in the same partition.
+    public var partitioner: String? {
+        get { properties["partitioner"] }
+        set { properties["partitioner"] = newValue }
+    }
+}

@@ -1,0 +1,272 @@
+import CRdKafka
+public import Logging
+import Synchronization
+
+/// A Kafka consumer, normally in a consumer group (`subscribe`), or on explicit partitions (`assign`).
+///
+/// Read messages with `for try await message in consumer.messages` (or `consumer.batches` for
+/// throughput: one hand-off per batch). Offsets are never committed automatically: commit explicit
+/// offsets (the next offset to read, i.e. last processed + 1) with `commit`, or add them to a
+/// producer transaction with `groupMetadata()` and `KafkaProducer.sendOffsetsToTransaction`.
+///
+/// Threading: a dedicated poll thread runs librdkafka's poll and the rebalance callback (see
+/// `ConsumerPollLoop`); blocking calls (commit, committed, seek, watermarks) run on their own
+/// threads; nothing blocks the Swift concurrency pool.
+public final class KafkaConsumer: Sendable {
+    /// Properties our consumers set unless the configuration says otherwise.
+    public static let defaultProperties: [String: String] = [
+        "enable.auto.commit": "false",
+        "auto.offset.reset": "earliest",
+    ]
+
+    private let handle: RdKafkaHandle
+    private let loop: ConsumerPollLoop
+    private let relay: RebalanceRelay
+    private let closed = Atomic<Bool>(false)
+
+    /// Creates the consumer; it joins a group only on `subscribe`.
+    /// - Parameter maxBatchSize: most messages per batch handed to the application.
+    public init(configuration: KafkaConfiguration, maxBatchSize: Int = 1000,
+                logger: Logger = Logger(label: "kafka.consumer")) throws(KafkaError) {
+        guard maxBatchSize > 0 else { throw KafkaError.invalidArgument("maxBatchSize must be positive") }
+        let properties = Self.defaultProperties.merging(configuration.properties) { _, given in given }
+        let relay = RebalanceRelay()
+        let conf = try makeRdKafkaConf(properties)
+        rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(relay).toOpaque())
+        rd_kafka_conf_set_rebalance_cb(conf) { _, err, partitions, opaque in
+            guard let opaque, let partitions else { return }
+            Unmanaged<RebalanceRelay>.fromOpaque(opaque).takeUnretainedValue().loop?.handleRebalance(err, partitions)
+        }
+        let raw = try makeRdKafkaHandle(RD_KAFKA_CONSUMER, conf: conf)
+        rd_kafka_poll_set_consumer(raw)
+        let handle = RdKafkaHandle(raw: raw)
+        let loop = ConsumerPollLoop(handle: handle, logger: logger, maxBatchSize: maxBatchSize)
+        relay.loop = loop
+        self.handle = handle
+        self.loop = loop
+        self.relay = relay
+        loop.start()
+    }
+
+    deinit {
+        if !closed.load(ordering: .acquiring) {
+            // Without an explicit close the poll thread still leaves the group and frees the handle.
+            let loop = loop
+            let relay = relay
+            Task { await loop.close(); _ = relay }
+        }
+    }
+
+    // MARK: Group membership
+
+    /// Joins the consumer group (`group.id` is required) for `topics`.
+    ///
+    /// - Parameters:
+    ///   - pauseNewlyAssigned: pause every partition as soon as it is assigned, so the caller can
+    ///     restore its state concurrently and `resume` it when ready.
+    ///   - onRebalance: called before each assignment change is applied (see `RebalanceHandler`).
+    public func subscribe(topics: [String], pauseNewlyAssigned: Bool = false,
+                          onRebalance: RebalanceHandler? = nil) throws(KafkaError) {
+        loop.setRebalanceHandler(onRebalance, pauseNewlyAssigned: pauseNewlyAssigned)
+        let list = rd_kafka_topic_partition_list_new(Int32(clamping: topics.count))!
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for topic in topics {
+            rd_kafka_topic_partition_list_add(list, topic, RD_KAFKA_PARTITION_UA)
+        }
+        try KafkaError.check(rd_kafka_subscribe(handle.raw, list), "subscribe")
+    }
+
+    /// Reads exactly these partitions from these offsets, without group balancing (e.g. to restore
+    /// state from a changelog). Use `KafkaConsumer.beginning` / `.end` for symbolic positions.
+    public func assign(_ offsets: [TopicPartition: Int64]) async throws(KafkaError) {
+        let handle = handle
+        try await runBlocking("assign") { () throws(KafkaError) in
+            let list = PartitionList.make(offsets)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            try KafkaError.check(rd_kafka_assign(handle.raw, list), "assign")
+        }
+    }
+
+    /// Symbolic offset: the first retained record.
+    public static let beginning = Int64(RD_KAFKA_OFFSET_BEGINNING)
+    /// Symbolic offset: the next record to be written.
+    public static let end = Int64(RD_KAFKA_OFFSET_END)
+
+    /// The partitions currently assigned to this consumer.
+    public func assignment() throws(KafkaError) -> [TopicPartition] {
+        var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+        try KafkaError.check(rd_kafka_assignment(handle.raw, &list), "assignment")
+        guard let list else { return [] }
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        return PartitionList.partitions(list).sorted()
+    }
+
+    /// This member's current group metadata, for `KafkaProducer.sendOffsetsToTransaction`.
+    public func groupMetadata() throws(KafkaError) -> ConsumerGroupMetadata {
+        guard let raw = rd_kafka_consumer_group_metadata(handle.raw) else {
+            throw KafkaError.invalidArgument("consumer has no group (group.id not set)")
+        }
+        return ConsumerGroupMetadata(owning: raw)
+    }
+
+    // MARK: Reading
+
+    /// Messages one by one. Iterate from one task at a time; ends (nil) after `close` or when the
+    /// iterating task is cancelled; throws on a fatal consumer error.
+    public var messages: KafkaMessageSequence { KafkaMessageSequence(loop: loop) }
+
+    /// Non-empty batches of messages (at most `maxBatchSize`), in partition order within each
+    /// partition. Same rules as `messages`; use one or the other.
+    public var batches: KafkaBatchSequence { KafkaBatchSequence(loop: loop) }
+
+    /// Stops fetching these partitions (messages already handed out are unaffected).
+    public func pause(_ partitions: [TopicPartition]) throws(KafkaError) {
+        let list = PartitionList.make(partitions)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        try KafkaError.check(rd_kafka_pause_partitions(handle.raw, list), "pause")
+        try PartitionList.checkErrors(list)
+    }
+
+    /// Resumes fetching paused partitions from their current position.
+    public func resume(_ partitions: [TopicPartition]) throws(KafkaError) {
+        let list = PartitionList.make(partitions)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        try KafkaError.check(rd_kafka_resume_partitions(handle.raw, list), "resume")
+        try PartitionList.checkErrors(list)
+    }
+
+    /// Moves the fetch position of assigned partitions; the next message of each is at `offset`.
+    public func seek(_ offsets: [TopicPartition: Int64], timeout: Duration = .seconds(10)) async throws(KafkaError) {
+        let handle = handle
+        try await runBlocking("seek") { () throws(KafkaError) in
+            let list = PartitionList.make(offsets)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            try KafkaError.check(rd_kafka_seek_partitions(handle.raw, list, milliseconds(timeout)))
+            try PartitionList.checkErrors(list)
+        }
+    }
+
+    // MARK: Offsets
+
+    /// Commits these offsets for the group and waits for the broker's answer. Each offset is the
+    /// next one to read (last processed + 1).
+    public func commit(_ offsets: [TopicPartition: Int64]) async throws(KafkaError) {
+        guard !offsets.isEmpty else { return }
+        let handle = handle
+        try await runBlocking("commit") { () throws(KafkaError) in
+            let list = PartitionList.make(offsets)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            try KafkaError.check(rd_kafka_commit(handle.raw, list, 0), "commit")
+            try PartitionList.checkErrors(list)
+        }
+    }
+
+    /// The group's committed offsets; partitions with nothing committed are absent.
+    public func committed(_ partitions: [TopicPartition], timeout: Duration = .seconds(10)) async throws(KafkaError) -> [TopicPartition: Int64] {
+        let handle = handle
+        return try await runBlocking("committed") { () throws(KafkaError) in
+            let list = PartitionList.make(partitions)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            try KafkaError.check(rd_kafka_committed(handle.raw, list, milliseconds(timeout)), "committed")
+            return try PartitionList.offsets(list)
+        }
+    }
+
+    /// The offset of the next message this consumer will hand out per partition (absent when
+    /// nothing was consumed yet).
+    public func position(_ partitions: [TopicPartition]) throws(KafkaError) -> [TopicPartition: Int64] {
+        let list = PartitionList.make(partitions)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        try KafkaError.check(rd_kafka_position(handle.raw, list), "position")
+        return try PartitionList.offsets(list)
+    }
+
+    /// Per partition, the earliest offset whose timestamp is at or after the given one (ms since
+    /// epoch); partitions with no such record are absent. (Tansu always answers 0.)
+    public func offsets(forTimestamps timestamps: [TopicPartition: Int64], timeout: Duration = .seconds(10)) async throws(KafkaError) -> [TopicPartition: Int64] {
+        let handle = handle
+        return try await runBlocking("offsets-for-times") { () throws(KafkaError) in
+            let list = PartitionList.make(timestamps)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            try KafkaError.check(rd_kafka_offsets_for_times(handle.raw, list, milliseconds(timeout)), "offsets for times")
+            return try PartitionList.offsets(list)
+        }
+    }
+
+    /// Asks the partition leader for the partition's watermarks.
+    public func queryWatermarks(_ partition: TopicPartition, timeout: Duration = .seconds(10)) async throws(KafkaError) -> Watermarks {
+        let handle = handle
+        return try await runBlocking("watermarks") { () throws(KafkaError) in
+            var low: Int64 = 0
+            var high: Int64 = 0
+            try KafkaError.check(rd_kafka_query_watermark_offsets(handle.raw, partition.topic, partition.partition,
+                                                                  &low, &high, milliseconds(timeout)),
+                                 "watermarks of \(partition)")
+            return Watermarks(low: low, high: high)
+        }
+    }
+
+    /// The watermarks last seen in fetch responses, without a request; nil when none is known yet.
+    public func cachedWatermarks(_ partition: TopicPartition) -> Watermarks? {
+        var low: Int64 = 0
+        var high: Int64 = 0
+        let err = rd_kafka_get_watermark_offsets(handle.raw, partition.topic, partition.partition, &low, &high)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { return nil }
+        return Watermarks(low: max(low, 0), high: high)
+    }
+
+    // MARK: Shutdown
+
+    /// Leaves the group (the rebalance handler sees the final revocation), ends the message
+    /// sequences and frees the client. Commit what you processed first.
+    public func close() async {
+        closed.store(true, ordering: .releasing)
+        await loop.close()
+    }
+}
+
+/// The rebalance callback's way to the poll loop: created before the handle (the callback opaque
+/// is fixed at creation) and pointed at the loop before the poll thread starts.
+final class RebalanceRelay: @unchecked Sendable {
+    /// Written once before the poll thread starts, read only on it afterwards.
+    var loop: ConsumerPollLoop?
+}
+
+/// `KafkaConsumer.messages`.
+public struct KafkaMessageSequence: AsyncSequence, Sendable {
+    public typealias Element = KafkaMessage
+    let loop: ConsumerPollLoop
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let loop: ConsumerPollLoop
+        var batch: [KafkaMessage] = []
+        var index = 0
+
+        public mutating func next() async throws -> KafkaMessage? {
+            if index == batch.count {
+                guard let next = try await loop.nextBatch() else { return nil }
+                batch = next
+                index = 0
+            }
+            defer { index += 1 }
+            return batch[index]
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(loop: loop) }
+}
+
+/// `KafkaConsumer.batches`.
+public struct KafkaBatchSequence: AsyncSequence, Sendable {
+    public typealias Element = [KafkaMessage]
+    let loop: ConsumerPollLoop
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let loop: ConsumerPollLoop
+        public mutating func next() async throws -> [KafkaMessage]? {
+            try await loop.nextBatch()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(loop: loop) }
+}

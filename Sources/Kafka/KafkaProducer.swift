@@ -1,0 +1,229 @@
+import CRdKafka
+public import Logging
+import Synchronization
+
+/// A Kafka producer: idempotent, murmur2-partitioned (like the Java client), optionally
+/// transactional (set `transactionalId`).
+///
+/// Threading: one dedicated thread serves `rd_kafka_poll`, which runs the delivery-report callback;
+/// that callback only stores the report and resumes the awaiting `send`. Blocking calls (flush,
+/// transaction steps) run on their own threads. Nothing blocks the Swift concurrency pool.
+///
+/// Typical use:
+/// ```swift
+/// let producer = try KafkaProducer(configuration: config, logger: logger)
+/// let reports = try await producer.send(records)   // all delivered, or throws
+/// await producer.close()
+/// ```
+public final class KafkaProducer: Sendable {
+    /// Properties our producers set unless the configuration says otherwise.
+    public static let defaultProperties: [String: String] = [
+        "partitioner": "murmur2_random",
+        "enable.idempotence": "true",
+    ]
+
+    private let handle: RdKafkaHandle
+    private let pollThread: ServiceThread
+    private let context: ProducerContext
+    private let closed = Atomic<Bool>(false)
+    private let isTransactional: Bool
+
+    /// Creates the producer. `configuration` needs `bootstrapServers`; `defaultProperties` fill
+    /// in what it does not set.
+    public init(configuration: KafkaConfiguration, logger: Logger = Logger(label: "kafka.producer")) throws(KafkaError) {
+        var properties = Self.defaultProperties.merging(configuration.properties) { _, given in given }
+        properties["enable.auto.commit"] = nil
+        let context = ProducerContext(logger: logger)
+        let conf = try makeRdKafkaConf(properties)
+        rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(context).toOpaque())
+        rd_kafka_conf_set_dr_msg_cb(conf) { _, message, _ in
+            guard let message, let opaque = message.pointee._private else { return }
+            let err = message.pointee.err
+            let error: KafkaError? = err == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(err)
+            DeliveryBatch.deliver(opaque: opaque, partition: message.pointee.partition,
+                                  offset: message.pointee.offset, error: error)
+        }
+        rd_kafka_conf_set_error_cb(conf) { _, err, reason, opaque in
+            guard let opaque else { return }
+            let context = Unmanaged<ProducerContext>.fromOpaque(opaque).takeUnretainedValue()
+            let text = reason.map { String(cString: $0) } ?? ""
+            context.logger.error("librdkafka producer error", metadata: [
+                "code": "\(String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(err))))", "reason": "\(text)",
+            ])
+        }
+        let raw = try makeRdKafkaHandle(RD_KAFKA_PRODUCER, conf: conf)
+        let handle = RdKafkaHandle(raw: raw)
+        self.handle = handle
+        self.context = context
+        self.isTransactional = properties["transactional.id"] != nil
+        self.pollThread = ServiceThread(name: "kafka-producer-poll") {
+            rd_kafka_poll(handle.raw, 100)
+            return true
+        }
+    }
+
+    deinit {
+        if !closed.exchange(true, ordering: .acquiringAndReleasing) {
+            pollThread.stopAndWaitBlocking()
+            Self.purgeAndDestroy(handle)
+        }
+    }
+
+    // MARK: Sending
+
+    /// Produces one record and waits for its delivery report.
+    /// - Throws: `KafkaError` when librdkafka refuses the record or the broker does not accept it.
+    public func send(_ record: ProducerRecord) async throws(KafkaError) -> DeliveryReport {
+        try await send([record])[0]
+    }
+
+    /// Produces `records` in order and waits until every one has a delivery report — the efficient
+    /// way to send a batch: the records are enqueued back to back without suspension and the caller
+    /// is resumed once, when the last report arrives.
+    ///
+    /// - Returns: one report per record, in the order of `records`.
+    /// - Throws: the first `KafkaError` (in record order) once all records are settled; records
+    ///   without an error were delivered. Cancellation does not interrupt the wait (the records are
+    ///   already in flight).
+    public func send(_ records: [ProducerRecord]) async throws(KafkaError) -> [DeliveryReport] {
+        guard !closed.load(ordering: .acquiring) else { throw KafkaError.closed("producer") }
+        if records.isEmpty { return [] }
+        let batch = DeliveryBatch(count: records.count)
+        for (index, record) in records.enumerated() {
+            var err = produce(record, opaque: batch.opaque(for: index))
+            while err == RD_KAFKA_RESP_ERR__QUEUE_FULL {
+                // The local queue is full: let the poll thread drain delivery reports, then retry.
+                try? await Task.sleep(for: .milliseconds(1))
+                err = produce(record, opaque: batch.opaque(for: index))
+            }
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                batch.refuse(index, error: KafkaError(err, detail: "produce to \(record.topic): \(String(cString: rd_kafka_err2str(err)))"))
+            }
+        }
+        await batch.waitForAll()
+        var reports: [DeliveryReport] = []
+        reports.reserveCapacity(records.count)
+        for index in 0..<records.count {
+            let slot = batch.slots[index]
+            if let error = slot.error { throw error }
+            reports.append(DeliveryReport(topic: records[index].topic, partition: slot.partition, offset: slot.offset))
+        }
+        return reports
+    }
+
+    private func produce(_ record: ProducerRecord, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
+        let headers = HeaderBridge.make(record.headers)
+        let err = withOptionalBytes(record.key) { key in
+            withOptionalBytes(record.value) { value in
+                crdk_produce(handle.raw, record.topic, record.partition ?? -1,
+                             key.baseAddress, key.count, value.baseAddress, value.count,
+                             headers, record.timestamp ?? 0, opaque)
+            }
+        }
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR, let headers {
+            rd_kafka_headers_destroy(headers)  // still ours when produce failed
+        }
+        return err
+    }
+
+    /// Waits until every enqueued record has been delivered (or failed), at most `timeout`.
+    public func flush(timeout: Duration = .seconds(30)) async throws(KafkaError) {
+        let handle = handle
+        try await runBlocking("flush") { () throws(KafkaError) in
+            try KafkaError.check(rd_kafka_flush(handle.raw, milliseconds(timeout)), "flush")
+        }
+    }
+
+    /// Flushes (at most `timeout`), fails whatever is still undelivered, and frees the producer.
+    /// Every pending `send` returns before `close` does.
+    public func close(timeout: Duration = .seconds(30)) async {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let handle = handle
+        _ = try? await runBlocking("close") { () throws(KafkaError) in
+            if !self.isTransactional { _ = rd_kafka_flush(handle.raw, milliseconds(timeout)) }
+        }
+        await pollThread.stop()
+        _ = try? await runBlocking("destroy") { () throws(KafkaError) in Self.purgeAndDestroy(handle) }
+    }
+
+    /// Fails every queued or in-flight record (their reports fire with `_PURGE_*`), serves those
+    /// reports so all senders resume, and destroys the handle.
+    private static func purgeAndDestroy(_ handle: RdKafkaHandle) {
+        _ = rd_kafka_purge(handle.raw, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+        _ = rd_kafka_flush(handle.raw, 1000)
+        rd_kafka_poll(handle.raw, 0)
+        rd_kafka_destroy(handle.raw)
+    }
+
+    // MARK: Transactions
+
+    /// Registers the transactional id with the broker and fences older instances using it.
+    /// Call once before the first `beginTransaction`.
+    public func initTransactions(timeout: Duration = .seconds(30)) async throws(KafkaError) {
+        let handle = handle
+        try await runBlocking("init-transactions") { () throws(KafkaError) in
+            try KafkaError.check(rd_kafka_init_transactions(handle.raw, milliseconds(timeout)))
+        }
+    }
+
+    /// Starts a transaction; records sent afterwards belong to it. Does not block.
+    public func beginTransaction() throws(KafkaError) {
+        try KafkaError.check(rd_kafka_begin_transaction(handle.raw))
+    }
+
+    /// Adds consumed offsets to the current transaction, so they commit (or abort) atomically with
+    /// its records. `offsets` are the next offsets to read (last processed + 1); `groupMetadata`
+    /// comes from the consumer that read them (`KafkaConsumer.groupMetadata()`).
+    public func sendOffsetsToTransaction(_ offsets: [TopicPartition: Int64], groupMetadata: ConsumerGroupMetadata,
+                                         timeout: Duration = .seconds(30)) async throws(KafkaError) {
+        let handle = handle
+        try await runBlocking("send-offsets") { () throws(KafkaError) in
+            let list = PartitionList.make(offsets)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            try KafkaError.check(rd_kafka_send_offsets_to_transaction(handle.raw, list, groupMetadata.raw, milliseconds(timeout)))
+        }
+    }
+
+    /// Flushes and commits the current transaction.
+    /// On error see `KafkaError.recovery`: retry, abort, or (fatal/fenced) stop.
+    public func commitTransaction(timeout: Duration = .seconds(30)) async throws(KafkaError) {
+        let handle = handle
+        try await runBlocking("commit-transaction") { () throws(KafkaError) in
+            try KafkaError.check(rd_kafka_commit_transaction(handle.raw, milliseconds(timeout)))
+        }
+    }
+
+    /// Aborts the current transaction: its records are never shown to `read_committed` readers
+    /// and its offsets are not committed.
+    public func abortTransaction(timeout: Duration = .seconds(30)) async throws(KafkaError) {
+        let handle = handle
+        try await runBlocking("abort-transaction") { () throws(KafkaError) in
+            try KafkaError.check(rd_kafka_abort_transaction(handle.raw, milliseconds(timeout)))
+        }
+    }
+
+    /// The producer's fatal error, if one was raised (e.g. fenced); the producer is then unusable.
+    public func fatalError() -> KafkaError? {
+        var errstr = [CChar](repeating: 0, count: 512)
+        let err = rd_kafka_fatal_error(handle.raw, &errstr, errstr.count)
+        guard err != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
+        return KafkaError(err, detail: errorText(errstr), isFatal: true)
+    }
+}
+
+/// State reachable from librdkafka callbacks through the handle's opaque; lives as long as the producer.
+final class ProducerContext: Sendable {
+    let logger: Logger
+    init(logger: Logger) { self.logger = logger }
+}
+
+/// Calls `body` with the bytes of `array`, or an empty buffer with a nil base address for `nil`
+/// (librdkafka's "null key/value").
+/// An empty array gets a non-nil address so it stays an empty (not null) key or value.
+func withOptionalBytes<R>(_ array: [UInt8]?, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    guard let array else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+    if array.isEmpty {
+        return withUnsafeBytes(of: UInt8(0)) { body(UnsafeRawBufferPointer(start: $0.baseAddress, count: 0)) }
+    }
+    return array.withUnsafeBytes(body)
+}
