@@ -1,0 +1,121 @@
+import FleetModel
+import Foundation
+import PropertyBased
+import Testing
+import UpstreamProcessors
+
+/// One input of a random history: kind selector, day offset, and a value.
+typealias RandomInput = (kind: Int, day: Int, value: Int)
+
+private let inputGen = zip(Gen.int(in: 0...5), Gen.int(in: 0...120), Gen.int(in: 0...100)).map { RandomInput($0.0, $0.1, $0.2) }
+
+/// Builds a mixed, time-ordered record history for one user from random numbers.
+private func history(_ inputs: [RandomInput]) -> [(String, Timestamp, FleetRecord)] {
+    let start = at("2026-01-01T00:00:00Z")
+    var result: [(String, Timestamp, FleetRecord)] = []
+    for (i, input) in inputs.enumerated() {
+        let time = start + .days(Int64(input.day)) + .minutes(Int64(i))
+        let zoneId = propertyZones[input.value % propertyZones.count]
+        switch input.kind {
+        case 0:
+            result.append((Topics.scoreBatches, time, .scoreComputed(ScoreComputed(
+                id: "s\(i)", userId: "u1", batchId: "b\(i)", computedAt: time, score: input.value,
+                components: .init(quality: (input.value * 7) % 101, position: (input.value * 3) % 101, stability: input.value, trust: 100 - input.value)))))
+        case 1:
+            result.append((Topics.syncResults, time, .contactsSyncCompleted(ContactsSyncCompleted(
+                id: "y\(i)", userId: "u1", syncId: "sync\(i % 7)", completedAt: time, added: input.value % 3,
+                updated: input.value % 2, autoMerged: input.value % 4 == 0 ? 1 : 0, newDedupSuggestions: input.value % 5,
+                unreviewedDedupSuggestions: input.value % 20, oldestUnreviewedDedupAt: time - .days(Int64(input.value % 30)),
+                enrichment: input.value % 3 == 0 ? [.init(contactId: "c\(i)", name: "N\(i)")] : []))))
+        case 2:
+            result.append((Topics.accessRequests, time, .accessRequested(AccessRequested(
+                id: "a\(i)", userId: "u1", requestId: "req\(input.value % 4)", requesterName: "R", field: "email"))))
+        case 3:
+            let local = Zone.utc.localDateTime(at: time + .hours(Int64(input.value)))
+            result.append((Topics.reminderInbox, time, followup("f\(input.value % 5)", local.description, zone: zoneId,
+                recurrence: [Recurrence.none, .weekly, .monthly][input.value % 3])))
+        case 4:
+            let md = MonthDay(month: input.value % 12 + 1, day: input.value % 28 + 1)?.description ?? "01-01"
+            result.append((Topics.reminderInbox, time, birthday("b\(input.value % 5)", md, zone: zoneId)))
+        default:
+            result.append((Topics.reminderInbox, time, cancel(["f", "b"][input.value % 2] + "\(input.value % 5)")))
+        }
+    }
+    return result.sorted { $0.1 < $1.1 }
+}
+
+/// Runs every upstream processor over `records`, optionally round-tripping every state through
+/// JSON after each step (a restart restoring from the changelog), and returns the canonical
+/// bytes of every output.
+private func run(_ records: [(String, Timestamp, FleetRecord)], restartEveryStep: Bool) throws -> [[UInt8]] {
+    var score = Harness(ScoreProcessor(), topic: Topics.scoreBatches)
+    var sync = Harness(SyncProcessor(), topic: Topics.syncResults)
+    var access = Harness(AccessProcessor(), topic: Topics.accessRequests)
+    var reminder = Harness(ReminderProcessor(), topic: Topics.reminderInbox)
+    for (topic, time, record) in records {
+        switch topic {
+        case Topics.scoreBatches: try score.process(record, at: time)
+        case Topics.syncResults: try sync.process(record, at: time)
+        case Topics.accessRequests: try access.process(record, at: time)
+        default: try reminder.process(record, at: time)
+        }
+        if restartEveryStep {
+            score.state = try roundTrip(score.state)
+            sync.state = try roundTrip(sync.state)
+            access.state = try roundTrip(access.state)
+            reminder.state = try roundTrip(reminder.state)
+        }
+    }
+    reminder.advance(to: at("2027-01-01T00:00:00Z"))
+    return (score.outputs + sync.outputs + access.outputs + reminder.outputs).map { RecordCodec.encode($0.record) }
+}
+
+private func roundTrip<T: Codable>(_ value: T) throws -> T {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    return try JSONDecoder().decode(T.self, from: encoder.encode(value))
+}
+
+@Suite("Upstream properties")
+struct DeterminismPropertyTests {
+    @Test("P-TIME-2 property: the same input gives byte-identical output, also when every state is restored from JSON between records")
+    func sameInputSameBytes() async {
+        await propertyCheck(count: 40, input: inputGen.array(of: 1...60)) { inputs in
+            let records = history(inputs)
+            let first = try run(records, restartEveryStep: false)
+            let second = try run(records, restartEveryStep: false)
+            let restarted = try run(records, restartEveryStep: true)
+            #expect(first == second)
+            #expect(first == restarted)
+        }
+    }
+
+    @Test("P-SCO-3 property: score milestones never repeat, for any sequence of scores")
+    func milestonesNeverRepeat() async {
+        await propertyCheck(count: 300, input: Gen.int(in: 0...100).array(of: 1...80)) { scores in
+            var h = Harness(ScoreProcessor(), topic: Topics.scoreBatches)
+            for (day, value) in scores.enumerated() {
+                let time = at("2026-01-01T02:00:00Z") + .days(Int64(day))
+                try h.process(.scoreComputed(ScoreComputed(
+                    id: "r\(day)", userId: "u1", batchId: "b\(day)", computedAt: time, score: value,
+                    components: .init(quality: 50, position: 50, stability: 50, trust: 50))), at: time)
+            }
+            let thresholds = h.outputs.compactMap(\.intent).filter { $0.notification == "score.milestone" }
+                .compactMap { $0.data["threshold"]?.intValue }
+            // Strictly rising thresholds: no label twice, never a lower one.
+            #expect(thresholds == thresholds.sorted() && Set(thresholds).count == thresholds.count, "\(scores)")
+            // Exactly the labels that rise above every label reached before.
+            let bounds: [Int64] = [0, 30, 60, 80]
+            var highest = bounds.last { $0 <= Int64(scores[0]) } ?? 0
+            var expected: [Int64] = []
+            for value in scores.dropFirst() {
+                let bound = bounds.last { $0 <= Int64(value) } ?? 0
+                if bound > highest {
+                    expected.append(bound)
+                    highest = bound
+                }
+            }
+            #expect(thresholds == expected, "\(scores)")
+        }
+    }
+}
