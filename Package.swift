@@ -101,6 +101,7 @@ let package = Package(
             name: "access-worker",
             dependencies: [
                 "FleetWorkers",
+                "UpstreamProcessors",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

@@ -1,3 +1,6 @@
+public import FleetModel
+public import Kafka
+
 /// Every environment variable a worker reads, in one place: the README's table, the deploy
 /// manifests and the check that they agree are all generated from or tested against this list.
 public enum WorkerEnvironment {
@@ -18,10 +21,7 @@ public enum WorkerEnvironment {
         meaning: "Stable member id (`group.instance.id`), e.g. the pod name; defaults to $POD_NAME, else unset.")
     public static let batchMaxRecords = Variable(
         name: "FLEET_BATCH_MAX_RECORDS", defaultValue: "1000",
-        meaning: "Records processed before their outputs are produced and offsets committed.")
-    public static let commitIntervalMs = Variable(
-        name: "FLEET_COMMIT_INTERVAL_MS", defaultValue: "100",
-        meaning: "Longest time a processed batch waits before its outputs and offsets are committed.")
+        meaning: "Most records folded per batch; a batch's outputs are produced and acknowledged before its offsets are committed.")
     public static let logLevel = Variable(
         name: "FLEET_LOG_LEVEL", defaultValue: "info", meaning: "trace, debug, info, notice, warning, error or critical.")
     public static let kafkaPassThrough = Variable(
@@ -29,21 +29,20 @@ public enum WorkerEnvironment {
         meaning: "Any librdkafka property: KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol (lowercase, _ → .).")
 
     public static let all: [Variable] = [
-        bootstrapServers, groupId, instanceId, batchMaxRecords, commitIntervalMs, logLevel, kafkaPassThrough,
+        bootstrapServers, groupId, instanceId, batchMaxRecords, logLevel, kafkaPassThrough,
     ]
 }
 
 /// A worker's settings, read from the environment with the defaults of `WorkerEnvironment`.
-public struct WorkerSettings: Sendable, Hashable {
+public struct WorkerSettings: Sendable {
     public var worker: Worker
     public var bootstrapServers: String
     public var groupId: String
     public var instanceId: String?
     public var batchMaxRecords: Int
-    public var commitIntervalMs: Int
     public var logLevel: String
-    /// librdkafka properties from `KAFKA_*` variables.
-    public var kafkaProperties: [String: String]
+    /// librdkafka properties from `KAFKA_*` variables (TLS, SASL, timeouts …).
+    public var kafkaPassThrough: KafkaConfiguration
 
     public init(worker: Worker, environment: [String: String]) throws(SettingsError) {
         func value(_ v: WorkerEnvironment.Variable) -> String? {
@@ -59,13 +58,21 @@ public struct WorkerSettings: Sendable, Hashable {
         self.groupId = value(WorkerEnvironment.groupId) ?? worker.rawValue
         self.instanceId = value(WorkerEnvironment.instanceId) ?? environment["POD_NAME"]
         self.batchMaxRecords = try positiveInt(WorkerEnvironment.batchMaxRecords)
-        self.commitIntervalMs = try positiveInt(WorkerEnvironment.commitIntervalMs)
         self.logLevel = value(WorkerEnvironment.logLevel) ?? "info"
-        var properties: [String: String] = [:]
-        for (name, v) in environment where name.hasPrefix("KAFKA_") && name.count > 6 {
-            properties[name.dropFirst(6).lowercased().replacingOccurrences(of: "_", with: ".")] = v
-        }
-        self.kafkaProperties = properties
+        self.kafkaPassThrough = KafkaConfiguration.fromEnvironment(environment)
+    }
+
+    /// The consumer's configuration: our group and member id, then any `KAFKA_*` overrides.
+    public var consumerConfiguration: KafkaConfiguration {
+        var properties = ["bootstrap.servers": bootstrapServers, "group.id": groupId, "client.id": worker.rawValue]
+        if let instanceId { properties["group.instance.id"] = instanceId }
+        return KafkaConfiguration(properties: properties).merging(kafkaPassThrough)
+    }
+
+    /// The producer's configuration (idempotent, murmur2 partitioning by default).
+    public var producerConfiguration: KafkaConfiguration {
+        KafkaConfiguration(properties: ["bootstrap.servers": bootstrapServers, "client.id": worker.rawValue])
+            .merging(kafkaPassThrough)
     }
 }
 

@@ -1,5 +1,79 @@
 import ArgumentParser
+import FleetModel
+import FleetWorkers
+import Foundation
+import Kafka
 
 struct TopicsCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "topics", abstract: "Create and check the fleet's topics.")
+    static let configuration = CommandConfiguration(
+        commandName: "topics",
+        abstract: "Create and check the fleet's topics.",
+        subcommands: [Create.self, Check.self, List.self])
+
+    struct Connection: ParsableArguments {
+        @Option(help: "Kafka bootstrap servers (host:port). Defaults to $FLEET_BOOTSTRAP_SERVERS.")
+        var bootstrap: String?
+
+        func admin() throws -> KafkaAdmin {
+            let environment = ProcessInfo.processInfo.environment
+            guard let servers = bootstrap ?? environment["FLEET_BOOTSTRAP_SERVERS"] else {
+                throw ValidationError("give --bootstrap or set FLEET_BOOTSTRAP_SERVERS")
+            }
+            let configuration = KafkaConfiguration(bootstrapServers: servers)
+                .merging(KafkaConfiguration.fromEnvironment(environment))
+            return try KafkaAdmin(configuration: configuration)
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create every fleet topic (inputs, inboxes, outputs, state, history, DLQs) with its configs.",
+            discussion: """
+                All topics get the same partition count, which keeps each worker's input, state and \
+                history co-partitioned. Existing topics are left alone; `topics check` reports any that disagree.
+                """)
+        @OptionGroup var connection: Connection
+        @Option(help: "Partitions per topic.") var partitions: Int32 = 12
+        @Option(help: "Replication factor (-1: the broker's default).") var replicationFactor: Int32 = -1
+
+        func run() async throws {
+            let admin = try connection.admin()
+            try await TopicAdministration.create(admin: admin, partitions: partitions, replicationFactor: replicationFactor)
+            let counts = try await admin.partitionCounts(topics: TopicSpec.all.map(\.name))
+            for spec in TopicSpec.all {
+                print("\(spec.name)\t\(counts[spec.name].map(String.init) ?? "missing")\t\(spec.role.rawValue)")
+            }
+            let problems = TopicAdministration.check(partitionCounts: counts)
+            for problem in problems { print("problem: \(problem)") }
+            if !problems.isEmpty { throw ExitCode(1) }
+        }
+    }
+
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Report fleet topics that are missing or not co-partitioned; exits 1 if any.")
+        @OptionGroup var connection: Connection
+
+        func run() async throws {
+            let admin = try connection.admin()
+            let counts = try await admin.partitionCounts(topics: nil)
+            let problems = TopicAdministration.check(partitionCounts: counts)
+            if problems.isEmpty {
+                print("ok: \(TopicSpec.all.count) topics present and co-partitioned")
+                return
+            }
+            for problem in problems { print(problem) }
+            throw ExitCode(1)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the fleet's topics, roles and configs (no broker needed).")
+        func run() async throws {
+            for spec in TopicSpec.all {
+                let configs = spec.configs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+                print("\(spec.name)\t\(spec.role.rawValue)\t\(configs)")
+            }
+        }
+    }
 }
