@@ -151,7 +151,10 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Kafka", "FleetWorkers", "FleetModel"]
+            dependencies: [
+                "Kafka", "FleetWorkers", "FleetModel", "UpstreamProcessors",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

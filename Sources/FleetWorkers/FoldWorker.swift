@@ -35,7 +35,8 @@ public struct FoldWorker<P: UserProcessor>: Service {
         let lock = AsyncLock()
         let logger = self.logger
 
-        try consumer.subscribe(topics: [topic]) { event in
+        let namespace = settings.topics
+        try consumer.subscribe(topics: [namespace.physical(topic)]) { event in
             // Runs on the consumer's poll thread before the change takes effect. Waiting for the
             // lock means a batch in flight is produced and committed before partitions move.
             await lock.withLock {
@@ -73,9 +74,12 @@ public struct FoldWorker<P: UserProcessor>: Service {
     ) async throws {
         var records: [ProducerRecord] = []
         var nextOffsets: [TopicPartition: Int64] = [:]
-        for message in batch {
+        let namespace = settings.topics
+        for physicalMessage in batch {
             // A message fetched before its partition was revoked is left for the new owner.
-            guard partitions.owns(message.partition) else { continue }
+            guard partitions.owns(physicalMessage.partition) else { continue }
+            var message = physicalMessage
+            message.topic = namespace.logical(physicalMessage.topic) ?? physicalMessage.topic
             let timestamp = Timestamp(millisecondsSinceEpoch: message.timestamp ?? 0)
             let outcome: Result<FleetRecord, RecordError> = Result { () throws(RecordError) in
                 try KafkaRecords.decode(message)
@@ -85,19 +89,19 @@ public struct FoldWorker<P: UserProcessor>: Service {
                 logger.warning("dead-lettered", metadata: [
                     "source": "\(message.topicPartition)@\(message.offset)", "error": "\(error.message)",
                 ])
-                records.append(KafkaRecords.deadLetter(message, error: error))
+                records.append(KafkaRecords.deadLetter(message, error: error, in: namespace))
             case .success(let record):
                 guard let step = partitions.apply(record, timestamp: timestamp, coordinates: KafkaRecords.coordinates(message))
                 else { continue }
-                records.append(contentsOf: step.outputs.map(KafkaRecords.producerRecord))
+                records.append(contentsOf: step.outputs.map { KafkaRecords.producerRecord($0, in: namespace) })
                 if let error = step.deadLetter {
                     logger.warning("dead-lettered", metadata: [
                         "source": "\(message.topicPartition)@\(message.offset)", "error": "\(error.message)",
                     ])
-                    records.append(KafkaRecords.deadLetter(message, error: error))
+                    records.append(KafkaRecords.deadLetter(message, error: error, in: namespace))
                 }
             }
-            nextOffsets[message.topicPartition] = message.offset + 1
+            nextOffsets[physicalMessage.topicPartition] = message.offset + 1
         }
         guard !nextOffsets.isEmpty else { return }
         _ = try await producer.send(records)

@@ -2,19 +2,20 @@ public import FleetModel
 public import Kafka
 
 /// How fleet records become Kafka records and back: keyed by `user_id`, timestamped with log
-/// time, values in canonical encoding (so a re-run writes identical bytes).
+/// time, values in canonical encoding (so a re-run writes identical bytes). `KafkaMessage`s here
+/// carry logical topic names (see `TopicNamespace`).
 public enum KafkaRecords {
-    public static func producerRecord(_ output: OutputRecord) -> ProducerRecord {
+    public static func producerRecord(_ output: OutputRecord, in namespace: TopicNamespace) -> ProducerRecord {
         ProducerRecord(
-            topic: output.topic, key: output.key.isEmpty ? nil : Array(output.key.utf8),
+            topic: namespace.physical(output.topic), key: output.key.isEmpty ? nil : Array(output.key.utf8),
             value: RecordCodec.encode(output.record), timestamp: output.timestamp.millisecondsSinceEpoch)
     }
 
     /// The dead-letter copy of `message`: original key and value, and headers naming the error
     /// and where the record came from (DESIGN.md principle 7).
-    public static func deadLetter(_ message: KafkaMessage, error: RecordError) -> ProducerRecord {
+    public static func deadLetter(_ message: KafkaMessage, error: RecordError, in namespace: TopicNamespace) -> ProducerRecord {
         ProducerRecord(
-            topic: Topics.deadLetter(of: message.topic), key: message.key, value: message.value,
+            topic: namespace.physical(Topics.deadLetter(of: message.topic)), key: message.key, value: message.value,
             headers: [
                 KafkaHeader("error", error.message),
                 KafkaHeader("source-topic", message.topic),

@@ -1,4 +1,4 @@
-public import FleetModel
+import FleetModel
 public import Kafka
 
 /// Creating the fleet's topics and checking they are co-partitioned (DESIGN.md principle 2).
@@ -10,16 +10,22 @@ public enum TopicAdministration {
 
     /// Creates every topic of `TopicSpec.all` with `partitions` partitions; existing ones are left
     /// as they are (run `check` afterwards to see whether they agree).
-    public static func create(admin: KafkaAdmin, partitions: Int32, replicationFactor: Int32 = -1) async throws(KafkaError) {
+    public static func create(
+        admin: KafkaAdmin, partitions: Int32, replicationFactor: Int32 = -1, namespace: TopicNamespace = TopicNamespace()
+    ) async throws(KafkaError) {
         let topics = TopicSpec.all.map {
-            NewTopic(name: $0.name, partitions: partitions, replicationFactor: replicationFactor, configs: $0.configs)
+            NewTopic(name: namespace.physical($0.name), partitions: partitions, replicationFactor: replicationFactor, configs: $0.configs)
         }
         try await admin.createTopics(topics, ignoreExisting: true)
     }
 
     /// Reports missing topics and, per worker, input/state/history topics whose partition counts
     /// differ: a worker would refuse to start on them.
-    public static func check(partitionCounts: [String: Int]) -> [Problem] {
+    public static func check(partitionCounts physicalCounts: [String: Int], namespace: TopicNamespace = TopicNamespace()) -> [Problem] {
+        var partitionCounts: [String: Int] = [:]
+        for (name, count) in physicalCounts {
+            if let logical = namespace.logical(name) { partitionCounts[logical] = count }
+        }
         var problems: [Problem] = []
         for spec in TopicSpec.all where partitionCounts[spec.name] == nil {
             problems.append(Problem(description: "missing topic \(spec.name)"))

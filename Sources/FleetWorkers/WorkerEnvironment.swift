@@ -22,6 +22,9 @@ public enum WorkerEnvironment {
     public static let batchMaxRecords = Variable(
         name: "FLEET_BATCH_MAX_RECORDS", defaultValue: "1000",
         meaning: "Most records folded per batch; a batch's outputs are produced and acknowledged before its offsets are committed.")
+    public static let topicPrefix = Variable(
+        name: "FLEET_TOPIC_PREFIX", defaultValue: "",
+        meaning: "Prefix of every physical topic name (e.g. `staging.`), so fleets can share a cluster. Record ids use the logical names.")
     public static let logLevel = Variable(
         name: "FLEET_LOG_LEVEL", defaultValue: "info", meaning: "trace, debug, info, notice, warning, error or critical.")
     public static let kafkaPassThrough = Variable(
@@ -29,7 +32,7 @@ public enum WorkerEnvironment {
         meaning: "Any librdkafka property: KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol (lowercase, _ → .).")
 
     public static let all: [Variable] = [
-        bootstrapServers, groupId, instanceId, batchMaxRecords, logLevel, kafkaPassThrough,
+        bootstrapServers, groupId, instanceId, batchMaxRecords, topicPrefix, logLevel, kafkaPassThrough,
     ]
 }
 
@@ -41,6 +44,7 @@ public struct WorkerSettings: Sendable {
     public var instanceId: String?
     public var batchMaxRecords: Int
     public var logLevel: String
+    public var topics: TopicNamespace
     /// librdkafka properties from `KAFKA_*` variables (TLS, SASL, timeouts …).
     public var kafkaPassThrough: KafkaConfiguration
 
@@ -59,6 +63,7 @@ public struct WorkerSettings: Sendable {
         self.instanceId = value(WorkerEnvironment.instanceId) ?? environment["POD_NAME"]
         self.batchMaxRecords = try positiveInt(WorkerEnvironment.batchMaxRecords)
         self.logLevel = value(WorkerEnvironment.logLevel) ?? "info"
+        self.topics = TopicNamespace(prefix: value(WorkerEnvironment.topicPrefix) ?? "")
         self.kafkaPassThrough = KafkaConfiguration.fromEnvironment(environment)
     }
 

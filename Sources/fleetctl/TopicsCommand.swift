@@ -14,6 +14,13 @@ struct TopicsCommand: AsyncParsableCommand {
         @Option(help: "Kafka bootstrap servers (host:port). Defaults to $FLEET_BOOTSTRAP_SERVERS.")
         var bootstrap: String?
 
+        @Option(help: "Prefix of every physical topic name. Defaults to $FLEET_TOPIC_PREFIX.")
+        var topicPrefix: String?
+
+        var namespace: TopicNamespace {
+            TopicNamespace(prefix: topicPrefix ?? ProcessInfo.processInfo.environment["FLEET_TOPIC_PREFIX"] ?? "")
+        }
+
         func admin() throws -> KafkaAdmin {
             let environment = ProcessInfo.processInfo.environment
             guard let servers = bootstrap ?? environment["FLEET_BOOTSTRAP_SERVERS"] else {
@@ -38,12 +45,14 @@ struct TopicsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let admin = try connection.admin()
-            try await TopicAdministration.create(admin: admin, partitions: partitions, replicationFactor: replicationFactor)
-            let counts = try await admin.partitionCounts(topics: TopicSpec.all.map(\.name))
+            try await TopicAdministration.create(
+                admin: admin, partitions: partitions, replicationFactor: replicationFactor, namespace: connection.namespace)
+            let counts = try await admin.partitionCounts(topics: TopicSpec.all.map { connection.namespace.physical($0.name) })
             for spec in TopicSpec.all {
-                print("\(spec.name)\t\(counts[spec.name].map(String.init) ?? "missing")\t\(spec.role.rawValue)")
+                let name = connection.namespace.physical(spec.name)
+                print("\(name)\t\(counts[name].map(String.init) ?? "missing")\t\(spec.role.rawValue)")
             }
-            let problems = TopicAdministration.check(partitionCounts: counts)
+            let problems = TopicAdministration.check(partitionCounts: counts, namespace: connection.namespace)
             for problem in problems { print("problem: \(problem)") }
             if !problems.isEmpty { throw ExitCode(1) }
         }
@@ -57,7 +66,7 @@ struct TopicsCommand: AsyncParsableCommand {
         func run() async throws {
             let admin = try connection.admin()
             let counts = try await admin.partitionCounts(topics: nil)
-            let problems = TopicAdministration.check(partitionCounts: counts)
+            let problems = TopicAdministration.check(partitionCounts: counts, namespace: connection.namespace)
             if problems.isEmpty {
                 print("ok: \(TopicSpec.all.count) topics present and co-partitioned")
                 return

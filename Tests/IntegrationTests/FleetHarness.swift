@@ -1,0 +1,135 @@
+import FleetModel
+import FleetWorkers
+import Foundation
+import Kafka
+import Logging
+import Testing
+
+/// Runs fleet workers in-process against the local broker, each test in its own topic namespace
+/// (a fresh prefix), and reads what they wrote.
+///
+/// The broker address comes from `FLEET_KAFKA_BOOTSTRAP` (`eval "$(scripts/broker env)"`); without
+/// it these tests are skipped with a loud message, except under `CI=true` where they fail.
+struct FleetHarness: Sendable {
+    static let environment = ProcessInfo.processInfo.environment
+
+    static var brokerAvailable: Bool {
+        if environment["FLEET_KAFKA_BOOTSTRAP"].map({ !$0.isEmpty }) == true || environment["CI"] == "true" { return true }
+        FileHandle.standardError.write(Data("""
+            **************************************************************************
+            * IntegrationTests: FLEET_KAFKA_BOOTSTRAP is not set — SKIPPING them.     *
+            * Start a broker with: scripts/broker start && eval "$(scripts/broker env)" *
+            **************************************************************************
+
+            """.utf8))
+        return false
+    }
+
+    let bootstrap: String
+    let namespace: TopicNamespace
+    let partitions: Int32
+
+    /// A fresh namespace with every fleet topic created.
+    static func make(partitions: Int32 = 2, sourceLocation: SourceLocation = #_sourceLocation) async throws -> FleetHarness {
+        let bootstrap = try #require(
+            environment["FLEET_KAFKA_BOOTSTRAP"].flatMap { $0.isEmpty ? nil : $0 },
+            "FLEET_KAFKA_BOOTSTRAP must be set (scripts/broker start)", sourceLocation: sourceLocation)
+        let namespace = TopicNamespace(prefix: "it-\(UUID().uuidString.prefix(8).lowercased()).")
+        let harness = FleetHarness(bootstrap: bootstrap, namespace: namespace, partitions: partitions)
+        try await TopicAdministration.create(admin: harness.admin(), partitions: partitions, namespace: namespace)
+        return harness
+    }
+
+    func admin() throws -> KafkaAdmin { try KafkaAdmin(configuration: KafkaConfiguration(bootstrapServers: bootstrap)) }
+
+    /// Deletes this namespace's topics (Tansu keeps every record in memory).
+    func tearDown() async {
+        try? await admin().deleteTopics(TopicSpec.all.map { namespace.physical($0.name) })
+    }
+
+    /// Settings a worker gets in tests: this namespace, the short group timeouts Tansu needs.
+    func settings(for worker: Worker, group: String? = nil) throws -> WorkerSettings {
+        try WorkerSettings(worker: worker, environment: [
+            "FLEET_BOOTSTRAP_SERVERS": bootstrap,
+            "FLEET_TOPIC_PREFIX": namespace.prefix,
+            "FLEET_GROUP_ID": group ?? namespace.prefix + worker.rawValue,
+            "FLEET_BATCH_MAX_RECORDS": "200",
+            "KAFKA_SESSION_TIMEOUT_MS": "2000",
+            "KAFKA_HEARTBEAT_INTERVAL_MS": "500",
+        ])
+    }
+
+    /// Starts `processor` as `worker` in a background task; cancel the task to stop it.
+    func start<P: UserProcessor>(_ worker: Worker, _ processor: P) throws -> Task<Void, any Error> {
+        var logger = Logger(label: "test.\(worker.rawValue)")
+        logger.logLevel = .warning
+        let service = FoldWorker(settings: try settings(for: worker), processor: processor, logger: logger)
+        return Task { try await service.run() }
+    }
+
+    /// Produces fleet records (keyed by user) to a logical topic, with the given timestamps.
+    func produce(_ records: [(FleetRecord, Timestamp)], to topic: String) async throws {
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap))
+        _ = try await producer.send(records.map { record, time in
+            ProducerRecord(topic: namespace.physical(topic), key: record.userId, value: RecordCodec.encode(record),
+                           timestamp: time.millisecondsSinceEpoch)
+        })
+        await producer.close()
+    }
+
+    /// Produces raw bytes (e.g. a malformed record) to a logical topic.
+    func produceRaw(key: String, value: [UInt8], to topic: String, at time: Timestamp) async throws {
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap))
+        _ = try await producer.send(ProducerRecord(
+            topic: namespace.physical(topic), key: key, value: value, timestamp: time.millisecondsSinceEpoch))
+        await producer.close()
+    }
+
+    /// Reads a logical topic from the beginning until `count` messages arrived or `timeout`
+    /// passed, and returns what arrived (callers assert on the count).
+    func read(_ topic: String, count: Int, timeout: Duration = .seconds(30)) async throws -> [KafkaMessage] {
+        let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
+            "bootstrap.servers": bootstrap, "group.id": "reader-\(UUID().uuidString.prefix(8))",
+        ]))
+        var offsets: [TopicPartition: Int64] = [:]
+        for p in 0..<partitions { offsets[TopicPartition(namespace.physical(topic), p)] = KafkaConsumer.beginning }
+        try await consumer.assign(offsets)
+        let deadline = ContinuousClock.now + timeout
+        var messages: [KafkaMessage] = []
+        let collected = try await withThrowingTaskGroup(of: [KafkaMessage].self) { group in
+            group.addTask {
+                var seen: [KafkaMessage] = []
+                for try await batch in consumer.batches {
+                    seen.append(contentsOf: batch)
+                    if seen.count >= count { break }
+                }
+                return seen
+            }
+            group.addTask {
+                try? await Task.sleep(until: deadline)
+                return []
+            }
+            var result: [KafkaMessage] = []
+            if let first = try await group.next() { result = first }
+            group.cancelAll()
+            return result
+        }
+        messages = collected
+        await consumer.close()
+        return messages.sorted { ($0.partition, $0.offset) < ($1.partition, $1.offset) }
+    }
+
+    /// Decoded fleet records of a logical output topic.
+    func records(_ topic: String, count: Int, timeout: Duration = .seconds(30)) async throws -> [FleetRecord] {
+        try await read(topic, count: count, timeout: timeout).compactMap { message in
+            message.value.flatMap { try? RecordCodec.decode($0) }
+        }
+    }
+}
+
+extension Timestamp {
+    static func at(_ text: String) -> Timestamp {
+        guard let t = Timestamp(rfc3339: text) else { preconditionFailure("bad literal time \(text)") }
+        return t
+    }
+}
