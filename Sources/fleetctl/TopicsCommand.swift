@@ -21,15 +21,16 @@ struct TopicsCommand: AsyncParsableCommand {
             TopicNamespace(prefix: topicPrefix ?? ProcessInfo.processInfo.environment["FLEET_TOPIC_PREFIX"] ?? "")
         }
 
-        func admin() throws -> KafkaAdmin {
+        /// The broker address plus any `KAFKA_*` properties (TLS, SASL) from the environment.
+        func kafkaConfiguration() throws -> KafkaConfiguration {
             let environment = ProcessInfo.processInfo.environment
             guard let servers = bootstrap ?? environment["FLEET_BOOTSTRAP_SERVERS"] else {
                 throw ValidationError("give --bootstrap or set FLEET_BOOTSTRAP_SERVERS")
             }
-            let configuration = KafkaConfiguration(bootstrapServers: servers)
-                .merging(KafkaConfiguration.fromEnvironment(environment))
-            return try KafkaAdmin(configuration: configuration)
+            return KafkaConfiguration(bootstrapServers: servers).merging(KafkaConfiguration.fromEnvironment(environment))
         }
+
+        func admin() throws -> KafkaAdmin { try KafkaAdmin(configuration: kafkaConfiguration()) }
     }
 
     struct Create: AsyncParsableCommand {
