@@ -1,10 +1,28 @@
 import FleetModel
+import Foundation
 
 /// One external input record and the log time at which it is processed.
 struct TimedInput: Hashable, Sendable {
     var topic: String
     var time: Timestamp
     var record: FleetRecord
+}
+
+extension TimedInput {
+    /// The input line `fleetctl simulate` reads:
+    /// `{"at": "<RFC 3339>", "key": "<user id>", "topic": "<topic>", "value": {<record>}}`.
+    var simulationLine: String {
+        let at = "\"at\":\"\(time.rfc3339)\""
+        let key = "\"key\":" + jsonString(record.userId)
+        let topic = "\"topic\":" + jsonString(self.topic)
+        return "{\(at),\(key),\(topic),\"value\":\(RecordCodec.encodeString(record))}"
+    }
+
+    /// Ids, user ids and topics the generator writes need no escaping beyond quotes and
+    /// backslashes, which this handles.
+    private func jsonString(_ text: String) -> String {
+        "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
 }
 
 /// The user segments of the retention spec §2.1, with their expected return cadence.
@@ -42,6 +60,9 @@ struct SegmentTraffic: Sendable {
     var inputs: [TimedInput]
     var start: Timestamp
     var days: Int
+
+    /// The whole input as `fleetctl simulate` JSONL, one record per line.
+    var jsonLines: String { inputs.map(\.simulationLine).joined(separator: "\n") + "\n" }
 
     static let zones = ["America/New_York", "Europe/Berlin", "Asia/Tokyo", "Australia/Sydney", "America/Los_Angeles", "Europe/London"]
 

@@ -1,4 +1,5 @@
 import FleetModel
+import Foundation
 import Testing
 import UpstreamProcessors
 
@@ -34,6 +35,22 @@ struct SegmentTrafficTests {
             let first = traffic.inputs.first { $0.record.userId == user.id }
             #expect(first?.record.type == "user.signed_up")
         }
+    }
+
+    @Test("The traffic renders as fleetctl simulate JSONL: one envelope per record with at, key, topic and the record")
+    func jsonLines() throws {
+        let traffic = SegmentTraffic()
+        let lines = traffic.jsonLines.split(separator: "\n")
+        #expect(lines.count == traffic.inputs.count)
+        for (line, input) in zip(lines, traffic.inputs) {
+            let envelope = try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
+            #expect(envelope["at"] == .string(input.time.rfc3339))
+            #expect(envelope["topic"] == .string(input.topic))
+            #expect(envelope["key"] == .string(input.record.userId))
+            let value = try JSONEncoder().encode(envelope["value"])
+            #expect(try RecordCodec.decode(Array(value), topic: input.topic) == input.record)
+        }
+        #expect(lines.first?.hasPrefix(#"{"at":""#) == true)
     }
 
     @Test("§2.1 open cadence per segment: power 3–5 a week, regular 1–2 a week, casual 2–4 a month; lapsing users as described")
