@@ -241,6 +241,28 @@ struct ReminderProcessorTests {
         }
         try h.process(birthday("r2", "02-02", zone: "UTC"), at: at("2026-05-10T00:00:00Z"))
         #expect(h.state.reminders.map(\.reminderId) == ["r1", "r2"])
+        // The processor itself (not only the harness) leaves the state untouched when it rejects.
+        var state = h.state
+        var context = ProcessingContext(now: at("2026-05-11T00:00:00Z"), userId: "u1", ids: OutputIDs(origin: source(topic, 99)))
+        #expect(throws: RecordError.self) {
+            try h.processor.process(birthday("r4", "01-04", zone: "UTC"), state: &state, context: &context)
+        }
+        #expect(state == h.state)
+        #expect(context.outputs.isEmpty)
+    }
+
+    @Test("A finished one-off follow-up stops counting against the bound once its grace has passed")
+    func finishedRemindersArePurged() throws {
+        var settings = ReminderSettings.rin
+        settings.maxPerUser = 1
+        var h = reminderHarness(settings)
+        try h.process(followup("f1", "2026-05-10T10:00", zone: "UTC"), at: at("2026-05-10T00:00:00Z"))
+        h.advance(to: at("2026-05-10T10:00:00Z"))
+        #expect(throws: RecordError.self) {  // still within the 60-minute grace: kept, so a re-send cannot fire it twice
+            try h.process(followup("f2", "2026-05-12T10:00", zone: "UTC"), at: at("2026-05-10T10:30:00Z"))
+        }
+        try h.process(followup("f2", "2026-05-12T10:00", zone: "UTC"), at: at("2026-05-10T11:00:00Z"))
+        #expect(h.state.reminders.map(\.reminderId) == ["f2"])
     }
 
     @Test("500 reminders for one user stay cheap to schedule and fire")

@@ -80,13 +80,18 @@ public struct ReminderProcessor: UserProcessor {
     private func upsert(_ upsert: ReminderUpserted, state: inout ReminderState, context: inout ProcessingContext) throws(RecordError) {
         let now = context.now
         let schedule = try schedule(of: upsert)
-        state.reminders.removeAll { $0.isFinished && ($0.lateUntil.map { $0 <= now } ?? true) && $0.reminderId != upsert.reminderId }
-        let (found, index) = state.index(of: upsert.reminderId)
-        if !found && state.reminders.count >= settings.maxPerUser {
+        // Finished one-off reminders are dropped once their occurrence can no longer fire.
+        let kept = state.reminders.filter {
+            !$0.isFinished || $0.reminderId == upsert.reminderId || ($0.lateUntil.map { $0 > now } ?? false)
+        }
+        let isNew = !kept.contains { $0.reminderId == upsert.reminderId }
+        if isNew && kept.count >= settings.maxPerUser {  // checked before any change: a rejected record changes nothing
             throw RecordError(
                 "user already has \(settings.maxPerUser) reminders, the most allowed (upstream.reminders.max_per_user); "
                     + "reminder '\(upsert.reminderId)' was not added")
         }
+        state.reminders = kept
+        let (found, index) = state.index(of: upsert.reminderId)
         let previous = found ? state.reminders[index] : nil
         var reminder = ScheduledReminder(
             reminderId: upsert.reminderId, kind: upsert.kind, contactId: upsert.contactId, contactName: upsert.contactName,
