@@ -200,4 +200,30 @@ import Testing
         let parsed = try JSONDecoder().decode(JSONValue.self, from: Data(output.jsonLine.utf8))
         #expect(parsed["key"] == .string(tricky))
     }
+
+    /// A processor whose wake-up stays in the past must not hang the simulation: it fires a
+    /// bounded number of times (at most once per stage advance or record), and time still passes.
+    @Test func aStageWhoseTimerStaysDueDoesNotHangTheSimulation() throws {
+        var simulator = try Simulator(stages: [
+            FoldStage(name: "stuck", processor: StuckAlarmProcessor(stuckAt: at(0)), folding: Topics.deliveryInbox,
+                      ingesting: [Topics.appActivity]),
+        ])
+        let lines = (0..<5).map { Lines.tick(at(Int64($0) * 60).rfc3339, id: "t\($0)") }
+        _ = try simulator.feed(line: Lines.signup(at(0).rfc3339, "u1", zone: "UTC", id: "a1"))
+        for line in lines { _ = try simulator.feed(line: line) }
+        _ = simulator.advance(to: at(3600))
+        let fired = try #require(simulator.snapshot().stages.first?.users.first?.state["fired"]?.intValue)
+        #expect((1...20).contains(fired))
+        #expect(simulator.time == at(3600))
+    }
+
+    @Test func aSnapshotOnlyRestoresTheSameStages() throws {
+        var other = try Simulator(stages: [FoldStage(name: "counter", processor: CounterProcessor(), folding: "x")])
+        let snapshot = try toyFleet().snapshot()
+        #expect(throws: SimulationError.snapshot(
+            "the snapshot's stages (score-worker, sync-worker, reminder-worker, access-worker, delivery-worker) differ from this simulator's (counter)")
+        ) {
+            try other.restore(snapshot)
+        }
+    }
 }
