@@ -1,5 +1,3 @@
-import HeapModule
-
 /// The deterministic fold of one partition's log (DESIGN.md principle 3 and "Time"): the
 /// per-user states, a min-heap of their wake-up times and the partition's log time.
 ///
@@ -20,59 +18,60 @@ import HeapModule
 /// - **Output ids come from log coordinates.** All ids of one step are
 ///   `topic:partition:offset:index` of the record that caused the step, the index running on
 ///   across the fired users in firing order and then into the record's own outputs.
+/// - **Only stored users have timers.** A user whose state still equals `initialState` is not
+///   stored (it costs no memory and no changelog record), so a processor's initial state must
+///   have no wake-up; otherwise a restored partition would not know the timer.
 /// - **A rejected record changes nothing.** When the processor throws, the user's state and the
 ///   record's outputs are discarded and the step reports the error for the dead-letter topic;
 ///   the partition goes on with the next record (principle 7).
 ///
-/// Cost: a timer is one heap pop plus one push, O(log n) in the number of scheduled users; a
-/// record is one dictionary lookup plus whatever the processor does. Re-scheduling a user
-/// leaves its old heap entry behind (lazy invalidation); the heap is rebuilt once stale entries
-/// outnumber the live ones, which keeps it within a constant factor of the user count.
+/// Cost: a timer is one heap pop plus one push, O(log n) in the number of scheduled users (see
+/// `TimerSchedule`); a record is a state lookup plus whatever the processor does. The fold's
+/// code is `@inlinable` so that each worker's build specializes it for its processor: an
+/// unspecialized generic fold spent a sixth of its time instantiating generic metadata.
 public struct PartitionFold<P: UserProcessor>: Sendable {
     public let processor: P
 
+    @usableFromInline var storedStates: [String: P.State]
+    @usableFromInline var storedLogTime: Timestamp?
+    @usableFromInline var timers: TimerSchedule
+
     /// Every user's state. The runtime writes changed ones to `<worker>.state`.
-    public private(set) var states: [String: P.State]
+    @inlinable public var states: [String: P.State] { storedStates }
 
     /// The largest record timestamp (or advanced-to time) folded so far; `nil` before the first.
-    public private(set) var logTime: Timestamp?
-
-    /// The wake-up time each scheduled user is known to have: a heap entry is live only when it
-    /// matches this map (lazy invalidation).
-    private var scheduled: [String: Timestamp] = [:]
-    private var heap: Heap<WakeUp> = Heap()
+    @inlinable public var logTime: Timestamp? { storedLogTime }
 
     /// A fresh partition.
+    @inlinable
     public init(processor: P) {
         self.processor = processor
-        self.states = [:]
-        self.logTime = nil
+        self.storedStates = [:]
+        self.storedLogTime = nil
+        self.timers = TimerSchedule()
     }
 
     /// A partition restored from its changelog (principle 5): the states as of some input offset
-    /// and the log time at that offset. The timer heap is rebuilt from each state's
-    /// `nextWakeUp`; because the heap orders by (time, user id), the order the states are given
-    /// in cannot change which timer fires first.
+    /// and the log time at that offset. The timers are rebuilt from each state's `nextWakeUp`;
+    /// they fire in (time, user id) order whatever order the states come in.
+    @inlinable
     public init(processor: P, restoring states: [String: P.State], logTime: Timestamp?) {
         self.processor = processor
-        self.states = states
-        self.logTime = logTime
-        var entries: [WakeUp] = []
-        entries.reserveCapacity(states.count)
+        self.storedStates = states
+        self.storedLogTime = logTime
+        var wakeUps: [String: Timestamp] = [:]
         for (user, state) in states {
-            if let due = processor.nextWakeUp(state) {
-                scheduled[user] = due
-                entries.append(WakeUp(due: due, user: user))
-            }
+            if let due = processor.nextWakeUp(state) { wakeUps[user] = due }
         }
-        heap = Heap(entries)
+        self.timers = TimerSchedule(wakeUps)
     }
 
     /// The earliest time a timer of this partition is due, if any.
     ///
     /// After every step it is later than `logTime`, unless a processor broke its contract by
-    /// reporting, right after firing, a wake-up not after the time it fired at (see `advance`).
-    public var nextWakeUp: Timestamp? { heap.min?.due }
+    /// reporting, right after firing, a wake-up not after the time it fired at (such a user
+    /// fires again on the next step, once).
+    @inlinable public var nextWakeUp: Timestamp? { timers.next }
 
     /// Folds one record read at `coordinates` with broker timestamp `timestamp`.
     ///
@@ -81,13 +80,15 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     /// due. `firstIndex` is the index of the first id handed out from `coordinates`: 0 in the
     /// runtime; the simulator passes on the `nextIndex` of an `advance` it made at the same
     /// coordinates, so the ids stay unique.
+    @inlinable
     public mutating func apply(
         _ record: FleetRecord, timestamp: Timestamp, coordinates: SourceCoordinates, firstIndex: Int = 0
     ) -> FoldStep<P.State> {
-        let now = max(timestamp, logTime ?? timestamp)
+        let now = max(timestamp, storedLogTime ?? timestamp)
         var step = FoldStep<P.State>(ids: OutputIDs(origin: coordinates, startingAt: firstIndex))
+        defer { timers.endOfStep() }
         fireTimers(dueBy: now, into: &step)
-        logTime = now
+        storedLogTime = now
         if case .tick = record { return step }
 
         let user = record.userId
@@ -95,7 +96,7 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             step.deadLetter = RecordError("record of type '\(record.type)' has no user_id")
             return step
         }
-        let before = states[user]
+        let before = storedStates[user]
         let start = before ?? processor.initialState(userId: user)
         var state = start
         var context = ProcessingContext(now: now, userId: user, ids: step.ids)
@@ -103,15 +104,16 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             try processor.process(record, state: &state, context: &context)
         } catch {
             // `state` and `context` are local copies: dropping them is what leaves the
-            // partition untouched. The ids the failed attempt took are not reused either way
-            // (`step.ids` was not advanced), so a re-run allots the same ids.
+            // partition untouched. `step.ids` was not advanced, so the ids the failed attempt
+            // took are handed out again, as they would be in a re-run.
             step.deadLetter = error
             return step
         }
         step.ids = context.ids
         step.outputs.append(contentsOf: context.outputs)
-        store(state, for: user, start: start, before: before, into: &step)
-        reschedule(user, processor.nextWakeUp(state), fired: false)
+        if store(state, for: user, start: start, before: before, into: &step) {
+            timers.update(user, to: processor.nextWakeUp(state))
+        }
         fireTimers(dueBy: now, into: &step)
         return step
     }
@@ -120,87 +122,51 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     /// what a `tick` record does, without a record. The simulator uses it to let time pass
     /// between input lines; `origin` names the log position the ids derive from (the next
     /// offset of the folded log), `firstIndex` the first index to use there.
+    @inlinable
     public mutating func advance(to time: Timestamp, origin: SourceCoordinates, firstIndex: Int = 0) -> FoldStep<P.State> {
-        let now = max(time, logTime ?? time)
+        let now = max(time, storedLogTime ?? time)
         var step = FoldStep<P.State>(ids: OutputIDs(origin: origin, startingAt: firstIndex))
         fireTimers(dueBy: now, into: &step)
-        logTime = now
+        storedLogTime = now
+        timers.endOfStep()
         return step
     }
 
-    // MARK: - Timers
-
-    /// Pops due wake-ups in (time, user) order and fires each user's timers.
+    /// Fires due users in (time, user id) order, each with `now` = its due time (or the log
+    /// time, if later).
     ///
-    /// A processor must report, after firing, a next wake-up later than the time it fired at. If
-    /// one does not, firing it again at once could spin forever, so such a user is put back only
-    /// after this pass: it fires again on the next step, and the partition keeps going.
-    private mutating func fireTimers(dueBy limit: Timestamp, into step: inout FoldStep<P.State>) {
-        var overdue: [WakeUp] = []
-        while let top = heap.min, top.due <= limit {
-            heap.removeMin()
-            guard scheduled[top.user] == top.due else { continue }  // stale entry
-            let now = max(top.due, logTime ?? top.due)
-            logTime = now
-            let before = states[top.user]
-            let start = before ?? processor.initialState(userId: top.user)
+    /// A processor must report, after firing, a next wake-up later than the time it fired at.
+    /// One that does not is held back until the step ends (`TimerSchedule.rescheduleFired`), so
+    /// it fires again on the next step instead of spinning this one.
+    @inlinable
+    mutating func fireTimers(dueBy limit: Timestamp, into step: inout FoldStep<P.State>) {
+        while let (user, due) = timers.popDue(by: limit) {
+            let now = max(due, storedLogTime ?? due)
+            storedLogTime = now
+            let before = storedStates[user]
+            let start = before ?? processor.initialState(userId: user)
             var state = start
-            var context = ProcessingContext(now: now, userId: top.user, ids: step.ids)
+            var context = ProcessingContext(now: now, userId: user, ids: step.ids)
             processor.fireTimers(state: &state, context: &context)
             step.ids = context.ids
             step.outputs.append(contentsOf: context.outputs)
-            store(state, for: top.user, start: start, before: before, into: &step)
-            let next = processor.nextWakeUp(state)
-            if let next, next <= now {
-                scheduled[top.user] = next
-                overdue.append(WakeUp(due: next, user: top.user))
-            } else {
-                reschedule(top.user, next, fired: true)
-            }
+            store(state, for: user, start: start, before: before, into: &step)
+            timers.rescheduleFired(user, to: processor.nextWakeUp(state), firedAt: now)
         }
-        for entry in overdue { heap.insert(entry) }
-        compactHeapIfMostlyStale()
     }
-
-    /// Records `user`'s new wake-up. `fired` says the user's heap entry was just popped, so a
-    /// new entry is needed even when the time is unchanged.
-    private mutating func reschedule(_ user: String, _ due: Timestamp?, fired: Bool) {
-        guard let due else {
-            scheduled[user] = nil
-            return
-        }
-        if !fired, scheduled[user] == due { return }
-        scheduled[user] = due
-        heap.insert(WakeUp(due: due, user: user))
-    }
-
-    private mutating func compactHeapIfMostlyStale() {
-        guard heap.count > 2 * scheduled.count + 64 else { return }
-        heap = Heap(scheduled.map { WakeUp(due: $0.value, user: $0.key) })
-    }
-
-    // MARK: - State changes
 
     /// Keeps `state` if it differs from `start` (the stored state, or the initial one of a user
-    /// never stored): unchanged users cost no changelog record, and users a record did not
-    /// change are not kept in memory.
-    private mutating func store(
+    /// never stored) and says whether it did: unchanged users cost no changelog record, users
+    /// a record did not change are not kept in memory, and an unchanged state has the same
+    /// wake-up as before.
+    @inlinable @discardableResult
+    mutating func store(
         _ state: P.State, for user: String, start: P.State, before: P.State?, into step: inout FoldStep<P.State>
-    ) {
-        if state == start { return }
-        states[user] = state
+    ) -> Bool {
+        if state == start { return false }
+        storedStates[user] = state
         step.recordChange(of: user, before: before, after: state)
-    }
-}
-
-/// One entry of the timer heap, ordered by due time, then user id, so equal times fire in an
-/// order that is the same in every process.
-private struct WakeUp: Comparable, Sendable {
-    var due: Timestamp
-    var user: String
-
-    static func < (lhs: WakeUp, rhs: WakeUp) -> Bool {
-        lhs.due != rhs.due ? lhs.due < rhs.due : lhs.user < rhs.user
+        return true
     }
 }
 
@@ -209,40 +175,46 @@ private struct WakeUp: Comparable, Sendable {
 public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
     /// Every output, in the order produced: fired timers in (time, user) order, then the record's.
     public var outputs: [OutputRecord] = []
-    /// One entry per user whose state changed in this step, in the order of their first change;
-    /// `before` is the state at the start of the step (`nil` for a user never stored), `after`
-    /// at its end. The runtime writes `after` to `<worker>.state` and both to `<worker>.history`.
-    public private(set) var changes: [StateChange<State>] = []
     /// Set when the processor rejected the record: it goes to `<topic>.dlq`, nothing else
     /// about it happened.
     public var deadLetter: RecordError?
-    /// The ids handed out so far; `ids.nextIndex` is where a later step at the same coordinates
-    /// must start to keep ids unique.
-    public internal(set) var ids: OutputIDs
+    /// The ids handed out so far: `ids.origin` is the step's coordinates, `ids.nextIndex` where
+    /// a later step at the same coordinates must start to keep ids unique.
+    public var ids: OutputIDs
 
-    /// Positions in `changes` by user, built only once a step changes many users (a tick after
-    /// a quiet night fires every user's 09:00 digest), so the common one-user step allocates no
-    /// index.
-    private var changeIndex: [String: Int] = [:]
+    @usableFromInline var changeList: [StateChange<State>] = []
+    /// Positions in `changeList` by user, built only once a step changes many users (a tick
+    /// after a quiet night fires every user's 09:00 digest), so the common one-user step
+    /// allocates no index.
+    @usableFromInline var changeIndex: [String: Int] = [:]
 
+    @inlinable
     init(ids: OutputIDs) { self.ids = ids }
 
-    /// The index the next id from these coordinates would take.
-    public var nextIndex: Int { ids.nextIndex }
+    /// One entry per user whose state changed in this step, in the order of their first change;
+    /// `before` is the state at the start of the step (`nil` for a user never stored), `after`
+    /// at its end (it can equal `before` if a timer and the record undid each other). The
+    /// runtime writes `after` to `<worker>.state` and both to `<worker>.history`.
+    @inlinable public var changes: [StateChange<State>] { changeList }
 
+    /// The index the next id from these coordinates would take.
+    @inlinable public var nextIndex: Int { ids.nextIndex }
+
+    @inlinable
     mutating func recordChange(of user: String, before: State?, after: State) {
         if let position = position(of: user) {
-            changes[position].after = after
+            changeList[position].after = after
             return
         }
-        changes.append(StateChange(userId: user, before: before, after: after))
-        if !changeIndex.isEmpty { changeIndex[user] = changes.count - 1 }
+        changeList.append(StateChange(userId: user, before: before, after: after))
+        if !changeIndex.isEmpty { changeIndex[user] = changeList.count - 1 }
     }
 
-    private mutating func position(of user: String) -> Int? {
+    @inlinable
+    mutating func position(of user: String) -> Int? {
         if !changeIndex.isEmpty { return changeIndex[user] }
-        if changes.count < 16 { return changes.firstIndex { $0.userId == user } }
-        for (position, change) in changes.enumerated() { changeIndex[change.userId] = position }
+        if changeList.count < 16 { return changeList.firstIndex { $0.userId == user } }
+        for (position, change) in changeList.enumerated() { changeIndex[change.userId] = position }
         return changeIndex[user]
     }
 }

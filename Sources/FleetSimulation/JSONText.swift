@@ -20,7 +20,7 @@ enum JSONText {
     }
 
     static func decode(_ bytes: [UInt8]) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        try JSONParser.parse(String(decoding: bytes, as: UTF8.self))
     }
 
     /// `text` as a JSON string literal, escaped as `JSONEncoder` does.

@@ -28,9 +28,9 @@ public struct SimulationInput: Hashable, Sendable {
         if trimmed.isEmpty { return nil }
         let envelope: JSONValue
         do {
-            envelope = try JSONDecoder().decode(JSONValue.self, from: Data(trimmed.utf8))
+            envelope = try JSONParser.parse(trimmed)
         } catch {
-            throw .malformedLine(line: line, reason: "not valid JSON")
+            throw .malformedLine(line: line, reason: "not valid JSON: \(error.reason) at byte \(error.offset + 1)")
         }
         guard let fields = envelope.objectValue else {
             throw .malformedLine(line: line, reason: "expected a JSON object with 'at', 'topic', 'key' and 'value'")

@@ -129,10 +129,10 @@ public struct Simulator: Sendable {
         case .fold: coordinates = lineCoordinates
         case .ingest(let stage): coordinates = append(to: stages[stage].foldedTopic)
         }
-        let delivery = Delivery(
+        let inbound = Inbound(
             stage: route.stage, record: record, timestamp: input.at, coordinates: coordinates,
             origin: .line(input.line, original))
-        deliver([delivery], into: &outputs)
+        deliver([inbound], into: &outputs)
         return outputs
     }
 
@@ -144,7 +144,7 @@ public struct Simulator: Sendable {
         while let stage = stageWithEarliestTimer(dueBy: target), let due = stages[stage].nextWakeUp {
             let step = stages[stage].advance(to: due, origin: nextCoordinates(of: stage), firstIndex: pendingIndices[stage])
             pendingIndices[stage] = step.nextIndex
-            var queue: [Delivery] = []
+            var queue: [Inbound] = []
             collect(step, of: stage, into: &outputs, queue: &queue)
             deliver(queue, into: &outputs)
         }
@@ -154,7 +154,7 @@ public struct Simulator: Sendable {
         for stage in stages.indices where stages[stage].logTime.map({ $0 < target }) ?? true {
             let step = stages[stage].advance(to: target, origin: nextCoordinates(of: stage), firstIndex: pendingIndices[stage])
             pendingIndices[stage] = step.nextIndex
-            var queue: [Delivery] = []
+            var queue: [Inbound] = []
             collect(step, of: stage, into: &outputs, queue: &queue)
             deliver(queue, into: &outputs)
         }
@@ -187,7 +187,7 @@ public struct Simulator: Sendable {
     }
 
     /// A record on its way into a stage's fold.
-    private struct Delivery: Sendable {
+    private struct Inbound: Sendable {
         var stage: Int
         var record: FleetRecord
         var timestamp: Timestamp
@@ -196,7 +196,7 @@ public struct Simulator: Sendable {
     }
 
     /// Folds `queue` first in, first out, appending whatever each step sends on.
-    private mutating func deliver(_ queue: [Delivery], into outputs: inout [SimulationOutput]) {
+    private mutating func deliver(_ queue: [Inbound], into outputs: inout [SimulationOutput]) {
         var queue = queue
         var head = 0
         while head < queue.count {
@@ -210,8 +210,8 @@ public struct Simulator: Sendable {
     }
 
     private mutating func collect(
-        _ step: StageStep, of stage: Int, rejected record: Delivery? = nil,
-        into outputs: inout [SimulationOutput], queue: inout [Delivery]
+        _ step: StageStep, of stage: Int, rejected record: Inbound? = nil,
+        into outputs: inout [SimulationOutput], queue: inout [Inbound]
     ) {
         for output in step.outputs {
             outputs.append(SimulationOutput(at: output.timestamp, topic: output.topic, key: output.key, value: .record(output.record)))
@@ -226,7 +226,7 @@ public struct Simulator: Sendable {
                 case .fold: written
                 case .ingest(let target): append(to: stages[target].foldedTopic)
                 }
-                queue.append(Delivery(
+                queue.append(Inbound(
                     stage: route.stage, record: record, timestamp: output.timestamp, coordinates: coordinates, origin: .fleet))
             } catch {
                 outputs.append(deadLetter(

@@ -91,15 +91,18 @@ struct AlarmProcessor: UserProcessor {
 /// Breaks the processor contract: its wake-up stays in the past after firing. The fold must not
 /// spin on it.
 struct StuckAlarmProcessor: UserProcessor {
-    struct State: Codable, Hashable, Sendable { var fired = 0 }
+    struct State: Codable, Hashable, Sendable {
+        var seen = 0
+        var fired = 0
+    }
     let stuckAt: Timestamp
 
     func initialState(userId: String) -> State { State() }
     func process(_ record: FleetRecord, state: inout State, context: inout ProcessingContext) throws(RecordError) {
-        state.fired += 0  // no change: the wake-up below is what matters
+        state.seen += 1
     }
     func fireTimers(state: inout State, context: inout ProcessingContext) { state.fired += 1 }
-    func nextWakeUp(_ state: State) -> Timestamp? { stuckAt }
+    func nextWakeUp(_ state: State) -> Timestamp? { state.seen > 0 ? stuckAt : nil }
 }
 
 // MARK: - Record helpers

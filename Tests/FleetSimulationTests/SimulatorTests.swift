@@ -1,0 +1,229 @@
+import FleetModel
+import FleetSimulation
+import Foundation
+import Testing
+
+// `fleetctl simulate`'s core (SimulationRun / Simulator) over the toy fleet.
+
+@Suite struct SimulatorTests {
+    /// Routing, ids, ties and inbox echo on one small file, checked byte for byte.
+    @Test func aSmallFileGivesTheExpectedRecordsInTheOrderProduced() throws {
+        let input = [
+            Lines.signup("2026-03-02T07:00:00Z", "u1", zone: "Europe/Berlin", id: "a1"),
+            Lines.score("2026-03-02T07:30:00Z", "u1", 72, id: "s1"),
+            Lines.reminder("2026-03-02T08:00:00Z", "u1", reminder: "r1", local: "2026-03-02T10:00", zone: "Europe/Berlin", id: "m1"),
+            Lines.intent("2026-03-02T08:00:00Z", "u1", holdMinutes: 60, id: "i1"),
+            "",
+            Lines.score("2026-03-02T09:30:00Z", "u1", 80, id: "s2"),
+        ].joined(separator: "\n")
+        let output = try SimulationRun.run(input, simulator: toyFleet())
+        let expected = [
+            // The score worker's intent is printed, then folded by the delivery stage (inbox offset 1:
+            // offset 0 holds the forwarded sign-up).
+            #"{"at":"2026-03-02T07:30:00Z","topic":"rin.delivery.inbox","key":"u1","value":{"category":"score","data":{"new":72},"id":"rin.score.batches:0:0:0","notification":"score.updated","source":{"offset":0,"partition":0,"topic":"rin.score.batches"},"type":"intent","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T07:30:00Z","topic":"rin.notify.deliveries","key":"u1","value":{"body":"","category":"score","channel":"push","deep_link":"rin://home","id":"rin.delivery.inbox:0:1:0","merged_intents":["rin.score.batches:0:0:0"],"notification":"score.updated","notification_id":"rin.delivery.inbox:0:1:0","title":"score.updated","type":"delivery","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T07:30:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:1:1","intent_id":"rin.score.batches:0:0:0","notification_id":"rin.delivery.inbox:0:1:0","outcome":"delivered","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T08:00:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:2:0","intent_id":"i1","outcome":"deferred","reason":"hold","rule":"P-TOY-1","type":"decision","until":"2026-03-02T09:00:00Z","user_id":"u1","v":1}}"#,
+            // 09:00Z: the reminder (10:00 Berlin) and the held intent are due together. The
+            // reminder stage fires first; its intent reaches the delivery stage at 09:00, which
+            // first fires its own 09:00 timer (delivering i1), then takes the reminder's intent.
+            #"{"at":"2026-03-02T09:00:00Z","topic":"rin.delivery.inbox","key":"u1","value":{"category":"reminders","data":{"contact_name":"Ana","reminder_id":"r1"},"id":"rin.reminder.inbox:0:1:0","notification":"reminder.followup","source":{"offset":1,"partition":0,"topic":"rin.reminder.inbox"},"type":"intent","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T09:00:00Z","topic":"rin.notify.deliveries","key":"u1","value":{"body":"","category":"premium","channel":"push","deep_link":"rin://home","id":"rin.delivery.inbox:0:3:0","merged_intents":["i1"],"notification":"premium.who_viewed","notification_id":"rin.delivery.inbox:0:3:0","title":"premium.who_viewed","type":"delivery","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T09:00:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:3:1","intent_id":"i1","notification_id":"rin.delivery.inbox:0:3:0","outcome":"delivered","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T09:00:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:3:2","intent_id":"rin.reminder.inbox:0:1:0","outcome":"suppressed","reason":"budget","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T09:30:00Z","topic":"rin.delivery.inbox","key":"u1","value":{"category":"score","data":{"new":80},"id":"rin.score.batches:0:1:0","notification":"score.updated","source":{"offset":1,"partition":0,"topic":"rin.score.batches"},"type":"intent","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T09:30:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:4:0","intent_id":"rin.score.batches:0:1:0","outcome":"suppressed","reason":"budget","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
+        ]
+        #expect(output.split(separator: "\n").map(String.init) == expected)
+    }
+
+    // DESIGN principle 7: bad records go to `<topic>.dlq` with the error and the run goes on.
+    @Test func badRecordsGoToTheirDeadLetterTopicAndTheRunGoesOn() throws {
+        let input = [
+            Lines.score("2026-03-02T07:00:00Z", "u1", 101, id: "s1"),  // fails validation
+            Lines.score("2026-03-02T07:01:00Z", "u1", 13, id: "s2"),  // the score stage refuses it
+            Lines.score("2026-03-02T07:02:00Z", "u1", 99, id: "s3"),  // the delivery stage refuses its intent
+            Lines.signup("2026-03-02T07:03:00Z", "u1", zone: "Europe/Berlin", id: "a1")
+                .replacingOccurrences(of: #""key":"u1""#, with: #""key":"u2""#),  // key ≠ user_id
+            #"{"at":"2026-03-02T07:04:00Z","topic":"rin.app.activity","key":"u1","value":{"v":1,"type":"user.signed_up","id":"a2","user_id":"u1"}}"#,
+            Lines.score("2026-03-02T07:05:00Z", "u1", 50, id: "s4"),
+        ].joined(separator: "\n")
+        let output = try SimulationRun.run(input, simulator: toyFleet()).split(separator: "\n").map(String.init)
+        #expect(output == [
+            #"{"at":"2026-03-02T07:00:00Z","topic":"rin.score.batches.dlq","key":"u1","value":{"error":"field 'score' is 101, outside 0–100","record":{"batch_id":"b-s1","components":{"position":50,"quality":50,"stability":50,"trust":50},"computed_at":"2026-03-02T07:00:00Z","id":"s1","score":101,"type":"score.computed","user_id":"u1","v":1},"source_line":1,"source_offset":0,"source_partition":0,"source_topic":"rin.score.batches"}}"#,
+            #"{"at":"2026-03-02T07:01:00Z","topic":"rin.score.batches.dlq","key":"u1","value":{"error":"score 13 is unlucky","record":{"batch_id":"b-s2","components":{"position":50,"quality":50,"stability":50,"trust":50},"computed_at":"2026-03-02T07:01:00Z","id":"s2","score":13,"type":"score.computed","user_id":"u1","v":1},"source_line":2,"source_offset":1,"source_partition":0,"source_topic":"rin.score.batches"}}"#,
+            #"{"at":"2026-03-02T07:02:00Z","topic":"rin.delivery.inbox","key":"u1","value":{"category":"score","data":{"new":99},"id":"rin.score.batches:0:2:0","notification":"bogus","source":{"offset":2,"partition":0,"topic":"rin.score.batches"},"type":"intent","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T07:02:00Z","topic":"rin.delivery.inbox.dlq","key":"u1","value":{"error":"unknown notification 'bogus'","record":{"category":"score","data":{"new":99},"id":"rin.score.batches:0:2:0","notification":"bogus","source":{"offset":2,"partition":0,"topic":"rin.score.batches"},"type":"intent","user_id":"u1","v":1},"source_offset":0,"source_partition":0,"source_topic":"rin.delivery.inbox"}}"#,
+            #"{"at":"2026-03-02T07:03:00Z","topic":"rin.app.activity.dlq","key":"u2","value":{"error":"key 'u2' differs from the record's user_id 'u1'","record":{"id":"a1","time_zone":"Europe/Berlin","type":"user.signed_up","user_id":"u1","v":1},"source_line":4,"source_offset":0,"source_partition":0,"source_topic":"rin.app.activity"}}"#,
+            #"{"at":"2026-03-02T07:04:00Z","topic":"rin.app.activity.dlq","key":"u1","value":{"error":"missing required field 'time_zone'","record":{"id":"a2","type":"user.signed_up","user_id":"u1","v":1},"source_line":5,"source_offset":1,"source_partition":0,"source_topic":"rin.app.activity"}}"#,
+            #"{"at":"2026-03-02T07:05:00Z","topic":"rin.delivery.inbox","key":"u1","value":{"category":"score","data":{"new":50},"id":"rin.score.batches:0:3:0","notification":"score.updated","source":{"offset":3,"partition":0,"topic":"rin.score.batches"},"type":"intent","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T07:05:00Z","topic":"rin.notify.deliveries","key":"u1","value":{"body":"","category":"score","channel":"push","deep_link":"rin://home","id":"rin.delivery.inbox:0:1:0","merged_intents":["rin.score.batches:0:3:0"],"notification":"score.updated","notification_id":"rin.delivery.inbox:0:1:0","title":"score.updated","type":"delivery","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T07:05:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:1:1","intent_id":"rin.score.batches:0:3:0","notification_id":"rin.delivery.inbox:0:1:0","outcome":"delivered","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
+        ])
+    }
+
+    @Test func untilFiresTheTimersDueAfterTheLastLine() throws {
+        let input = Lines.intent("2026-03-02T08:00:00Z", "u1", holdMinutes: 90, id: "i1")
+        let short = try SimulationRun.run(input, simulator: toyFleet(), until: Timestamp(rfc3339: "2026-03-02T09:29:59Z"))
+        #expect(short.split(separator: "\n").count == 1)  // only the deferral
+        let long = try SimulationRun.run(input, simulator: toyFleet(), until: Timestamp(rfc3339: "2026-03-02T09:30:00Z"))
+        let lines = long.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines.dropFirst().allSatisfy { $0.hasPrefix(#"{"at":"2026-03-02T09:30:00Z","#) })
+    }
+
+    @Test func untilBeforeTheLastLineIsRefused() throws {
+        let input = Lines.tick("2026-03-02T08:00:00Z", id: "t1")
+        #expect(throws: SimulationError.untilBeforeLastLine(
+            until: Timestamp(rfc3339: "2026-03-02T07:00:00Z")!, lastLine: 1, lastAt: Timestamp(rfc3339: "2026-03-02T08:00:00Z")!)
+        ) {
+            try SimulationRun.run(input, simulator: toyFleet(), until: Timestamp(rfc3339: "2026-03-02T07:00:00Z"))
+        }
+    }
+
+    @Test func linesOutOfOrderAreRefusedNamingBothLines() throws {
+        let input = [
+            Lines.tick("2026-03-02T08:00:00Z", id: "t1"),
+            "",
+            Lines.tick("2026-03-02T07:59:59Z", id: "t2"),
+        ].joined(separator: "\n")
+        do {
+            _ = try SimulationRun.run(input, simulator: toyFleet())
+            Issue.record("expected an error")
+        } catch {
+            #expect("\(error)"
+                == "line 3: 'at' 2026-03-02T07:59:59Z is earlier than 2026-03-02T08:00:00Z on line 1; input lines must be in non-decreasing 'at' order")
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"at":"2026-03-02T08:00:00Z","topic":"rin.score.batches""#, "line 2: not valid JSON: unexpected end of text at byte 57"),
+        (#"[1,2]"#, "line 2: expected a JSON object with 'at', 'topic', 'key' and 'value'"),
+        (#"{"topic":"rin.score.batches","value":{}}"#, "line 2: missing 'at'"),
+        (#"{"at":"yesterday","topic":"rin.score.batches","value":{}}"#,
+         "line 2: 'at' is 'yesterday', not an RFC 3339 time such as 2026-03-02T09:00:00Z"),
+        (#"{"at":"2026-03-02T08:00:00Z","value":{}}"#, "line 2: missing 'topic'"),
+        (#"{"at":"2026-03-02T08:00:00Z","topic":7,"value":{}}"#, "line 2: 'topic' must be a string"),
+        (#"{"at":"2026-03-02T08:00:00Z","topic":"rin.score.batches","key":1,"value":{}}"#, "line 2: 'key' must be a string"),
+        (#"{"at":"2026-03-02T08:00:00Z","topic":"rin.score.batches"}"#, "line 2: missing 'value'"),
+        (#"{"at":"2026-03-02T08:00:00Z","topic":"rin.score.batches","value":"x"}"#,
+         "line 2: 'value' must be a JSON object (the record)"),
+        (#"{"at":"2026-03-02T08:00:00Z","topic":"rin.notify.decisions","value":{}}"#,
+         "line 2: no worker of the simulated fleet consumes topic 'rin.notify.decisions'; it consumes rin.app.activity, rin.contacts.sync-results, rin.delivery.inbox, rin.reminder.inbox, rin.reminders, rin.score.batches, rin.security.access-requests"),
+    ])
+    func aMalformedLineStopsTheRunNamingTheLine(line: String, message: String) throws {
+        let input = Lines.tick("2026-03-02T07:00:00Z", id: "t1") + "\n" + line
+        do {
+            _ = try SimulationRun.run(input, simulator: toyFleet())
+            Issue.record("expected an error")
+        } catch {
+            #expect("\(error)" == message)
+        }
+    }
+
+    @Test func theSummaryCountsDecisionsPerUserAndLocalDay() throws {
+        let input = [
+            Lines.signup("2026-03-02T07:00:00Z", "u1", zone: "Asia/Tokyo", id: "a1"),
+            // 14:30Z is 23:30 in Tokyo: three intents on 2 March local, the third over budget.
+            Lines.score("2026-03-02T14:30:00Z", "u1", 40, id: "s1"),
+            Lines.score("2026-03-02T14:31:00Z", "u1", 41, id: "s2"),
+            Lines.score("2026-03-02T14:32:00Z", "u1", 42, id: "s3"),
+            // 15:00Z is already 3 March in Tokyo (same UTC day): a fresh budget.
+            Lines.score("2026-03-02T15:00:00Z", "u1", 43, id: "s4"),
+            // u2's zone is unknown: UTC days. The deferral itself is not counted.
+            Lines.intent("2026-03-02T15:00:00Z", "u2", holdMinutes: 30, id: "i1"),
+            Lines.intent("2026-03-02T15:00:00Z", "u2", holdMinutes: nil, id: "i2"),
+        ].joined(separator: "\n")
+        let table = try SimulationRun.run(
+            input, simulator: toyFleet(), until: Timestamp(rfc3339: "2026-03-03T00:00:00Z"), format: .summary)
+        #expect(table == """
+            # decisions per user and day; a day is the user's local day in the zone shown (UTC where no worker knows the user's time zone)
+            user  day         zone        delivered  suppressed: budget
+            u1    2026-03-02  Asia/Tokyo  2          1
+            u1    2026-03-03  Asia/Tokyo  1          0
+            u2    2026-03-02  UTC         2          0
+
+            """)
+    }
+
+    @Test func aFleetWithoutStagesSaysSo() throws {
+        let fleet = try Simulator.fleet(profile: .shipped("rin"))
+        #expect(fleet.consumedTopics.isEmpty)
+        #expect(throws: SimulationError.unknownTopic(line: 1, topic: "rin.app.activity", consumed: [])) {
+            try SimulationRun.run(Lines.signup("2026-03-02T07:00:00Z", "u1", zone: "UTC", id: "a1"), simulator: fleet)
+        }
+        #expect(SimulationError.unknownTopic(line: 1, topic: "t", consumed: []).description
+            == "line 1: no worker of the simulated fleet consumes topic 't'; this fleet has no worker stages")
+        // An empty input is a valid run.
+        #expect(try SimulationRun.run("", simulator: fleet) == "")
+    }
+
+    @Test func stagesMustNotShareATopicOrAName() {
+        #expect(throws: SimulationError.configuration("two stages are named 'x'")) {
+            try Simulator(stages: [
+                FoldStage(name: "x", processor: CounterProcessor(), folding: "a"),
+                FoldStage(name: "x", processor: CounterProcessor(), folding: "b"),
+            ])
+        }
+        #expect(throws: SimulationError.configuration("topic 'a' is consumed by both 'x' and 'y'")) {
+            try Simulator(stages: [
+                FoldStage(name: "x", processor: CounterProcessor(), folding: "a"),
+                FoldStage(name: "y", processor: CounterProcessor(), folding: "b", ingesting: ["a"]),
+            ])
+        }
+    }
+
+    @Test func profileArgumentsResolveToAShippedNameOrAReadableFile() throws {
+        #expect(try ProfileChoice.resolve("rin") == .shipped("rin"))
+        #expect(try ProfileChoice.resolve("fitcircle") == .shipped("fitcircle"))
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sim-profile-\(getpid()).yaml").path
+        try "name: test\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try ProfileChoice.resolve(path) == .file(path))
+        #expect(throws: SimulationError.profile(
+            "profile 'nowhere.yaml' is neither a shipped profile (fitcircle, rin) nor a readable file")
+        ) {
+            try ProfileChoice.resolve("nowhere.yaml")
+        }
+    }
+
+    @Test func outputLinesEscapeStringsAsJSONEncoderDoes() throws {
+        let tricky = "a\"b\\c/d\n\t\u{01}\u{1F}é😀\u{08}\u{0C}\r"
+        let output = SimulationOutput(
+            at: Timestamp(rfc3339: "2026-03-02T07:00:00.250Z")!, topic: "t", key: tricky,
+            value: .record(.tick(Tick(id: "x"))))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let quoted = String(decoding: try encoder.encode(tricky), as: UTF8.self)
+        #expect(output.jsonLine == #"{"at":"2026-03-02T07:00:00.250Z","topic":"t","key":"# + quoted + #","value":{"id":"x","type":"tick","user_id":"","v":1}}"#)
+        // And it parses back.
+        let parsed = try JSONDecoder().decode(JSONValue.self, from: Data(output.jsonLine.utf8))
+        #expect(parsed["key"] == .string(tricky))
+    }
+
+    /// A processor whose wake-up stays in the past must not hang the simulation: it fires a
+    /// bounded number of times (at most once per stage advance or record), and time still passes.
+    @Test func aStageWhoseTimerStaysDueDoesNotHangTheSimulation() throws {
+        var simulator = try Simulator(stages: [
+            FoldStage(name: "stuck", processor: StuckAlarmProcessor(stuckAt: at(0)), folding: Topics.deliveryInbox,
+                      ingesting: [Topics.appActivity]),
+        ])
+        let lines = (0..<5).map { Lines.tick(at(Int64($0) * 60).rfc3339, id: "t\($0)") }
+        _ = try simulator.feed(line: Lines.signup(at(0).rfc3339, "u1", zone: "UTC", id: "a1"))
+        for line in lines { _ = try simulator.feed(line: line) }
+        _ = simulator.advance(to: at(3600))
+        let fired = try #require(simulator.snapshot().stages.first?.users.first?.state["fired"]?.intValue)
+        #expect((1...20).contains(fired))
+        #expect(simulator.time == at(3600))
+    }
+
+    @Test func aSnapshotOnlyRestoresTheSameStages() throws {
+        var other = try Simulator(stages: [FoldStage(name: "counter", processor: CounterProcessor(), folding: "x")])
+        let snapshot = try toyFleet().snapshot()
+        #expect(throws: SimulationError.snapshot(
+            "the snapshot's stages (score-worker, sync-worker, reminder-worker, access-worker, delivery-worker) differ from this simulator's (counter)")
+        ) {
+            try other.restore(snapshot)
+        }
+    }
+}
