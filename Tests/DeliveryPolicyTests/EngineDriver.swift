@@ -168,3 +168,13 @@ struct DriverError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
+
+extension EngineDriver {
+    /// Runs `input` from a fresh state, then advances to `until`.
+    static func run(_ input: String, until: String? = nil, profile: PolicyProfile? = nil) throws -> EngineDriver {
+        var driver = try profile.map(EngineDriver.init(profile:)) ?? EngineDriver()
+        try driver.feed(input)
+        if let until { try driver.run(until: until) }
+        return driver
+    }
+}

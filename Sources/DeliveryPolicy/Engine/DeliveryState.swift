@@ -109,14 +109,16 @@ struct SinceOpenTotals: Codable, Hashable, Sendable {
     var dedup = 0
     var access = 0
     var enrichment = 0
-    var birthdays = 0
+    /// Local days (days since epoch) on which birthday reminders fired: the welcome-back line
+    /// counts those of the last 7 days ("birthdays this week").
+    var birthdayDays: [Int] = []
     var reminders = 0
     var newContacts = 0
 
     var isEmpty: Bool { self == SinceOpenTotals() }
 
     enum CodingKeys: String, CodingKey {
-        case scoreOld = "so", scoreNew = "sn", dedup = "d", access = "a", enrichment = "e", birthdays = "b"
+        case scoreOld = "so", scoreNew = "sn", dedup = "d", access = "a", enrichment = "e", birthdayDays = "b"
         case reminders = "r", newContacts = "c"
     }
 
@@ -129,7 +131,7 @@ struct SinceOpenTotals: Codable, Hashable, Sendable {
         dedup = try c.decodeIfPresent(Int.self, forKey: .dedup) ?? 0
         access = try c.decodeIfPresent(Int.self, forKey: .access) ?? 0
         enrichment = try c.decodeIfPresent(Int.self, forKey: .enrichment) ?? 0
-        birthdays = try c.decodeIfPresent(Int.self, forKey: .birthdays) ?? 0
+        birthdayDays = try c.decodeIfPresent([Int].self, forKey: .birthdayDays) ?? []
         reminders = try c.decodeIfPresent(Int.self, forKey: .reminders) ?? 0
         newContacts = try c.decodeIfPresent(Int.self, forKey: .newContacts) ?? 0
     }
@@ -138,10 +140,11 @@ struct SinceOpenTotals: Codable, Hashable, Sendable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encodeIfPresent(scoreOld, forKey: .scoreOld)
         try c.encodeIfPresent(scoreNew, forKey: .scoreNew)
-        for (value, key) in [(dedup, CodingKeys.dedup), (access, .access), (enrichment, .enrichment), (birthdays, .birthdays),
+        for (value, key) in [(dedup, CodingKeys.dedup), (access, .access), (enrichment, .enrichment),
                              (reminders, .reminders), (newContacts, .newContacts)] where value != 0 {
             try c.encode(value, forKey: key)
         }
+        if !birthdayDays.isEmpty { try c.encode(birthdayDays, forKey: .birthdayDays) }
     }
 }
 

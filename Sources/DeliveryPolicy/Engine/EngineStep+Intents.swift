@@ -64,7 +64,10 @@ extension EngineStep {
         case .dedup: state.sinceOpen.dedup += amount(of: data, type)
         case .access: state.sinceOpen.access += amount(of: data, type)
         case .enrichment: state.sinceOpen.enrichment += amount(of: data, type)
-        case .birthdays: state.sinceOpen.birthdays += amount(of: data, type)
+        case .birthdays:
+            let day = today
+            state.sinceOpen.birthdayDays.removeAll { $0 < day - 6 }  // only "this week" is ever read
+            state.sinceOpen.birthdayDays += Array(repeating: day, count: amount(of: data, type))
         case .reminders: state.sinceOpen.reminders += amount(of: data, type)
         case .newContacts: state.sinceOpen.newContacts += amount(of: data, type)
         }

@@ -30,7 +30,7 @@ extension EngineStep {
             ])
         }
 
-        if let daysAway, daysAway >= profile.welcomeBack.afterDays { emitWelcomeBack(daysAway: daysAway) }
+        if let daysAway, daysAway >= profile.welcomeBack.afterDays { emitWelcomeBack(daysAway: daysAway, today: todayDate) }
 
         let streak = updatedStreak(today: todayDate.daysSinceEpoch)
         state.streak = streak
@@ -68,7 +68,7 @@ extension EngineStep {
     }
 
     /// P-WB-1: non-zero lines in profile order, at most `max_lines`, then "and {n} more updates".
-    private mutating func emitWelcomeBack(daysAway: Int) {
+    private mutating func emitWelcomeBack(daysAway: Int, today todayDate: CivilDate) {
         let totals = state.sinceOpen
         var lines: [(text: String, count: Int)] = []
         for (line, template) in profile.welcomeBack.lines {
@@ -82,7 +82,9 @@ extension EngineStep {
             case .dedup: count = totals.dedup
             case .access: count = totals.access
             case .enrichment: count = totals.enrichment
-            case .birthdays: count = totals.birthdays
+            case .birthdays:
+                let weekStart = todayDate.daysSinceEpoch - 6
+                count = totals.birthdayDays.count { $0 >= weekStart }
             case .reminders: count = totals.reminders
             case .newContacts: count = totals.newContacts
             }
