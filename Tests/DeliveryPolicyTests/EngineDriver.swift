@@ -34,10 +34,11 @@ struct EngineDriver {
         }
     }
 
-    /// Fires every timer due by `until` (ids from the last line).
+    /// Fires every timer due by `until`. No record makes these due, so their ids come from the
+    /// pseudo-position `until:0:0` (a runtime would have appended a tick).
     mutating func run(until text: String) throws {
         guard let until = Timestamp(rfc3339: text) else { throw DriverError("bad time \(text)") }
-        var ids = OutputIDs(origin: SourceCoordinates(topic: Topics.deliveryInbox, partition: 0, offset: Int64(max(0, line - 1))), startingAt: 1000)
+        var ids = OutputIDs(origin: SourceCoordinates(topic: "until", partition: 0, offset: 0))
         fireTimers(through: until, ids: &ids)
         time = max(time ?? until, until)
     }
@@ -58,31 +59,47 @@ struct EngineDriver {
             if value["source"] == nil { value["source"] = ["topic": "rin.upstream", "partition": 0, "offset": line] }
         }
         let bytes = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
-
-        let now = max(time ?? at, at)
-        time = now
-        var ids = OutputIDs(origin: SourceCoordinates(topic: Topics.deliveryInbox, partition: 0, offset: Int64(line)))
-        line += 1
-        fireTimers(through: now, ids: &ids)
-
+        let offset = (object["offset"] as? Int).map(Int64.init)
         let record: FleetRecord
         do {
             record = try RecordCodec.decode(bytes, topic: topic)
         } catch {
             errors.append("\(atText) \(error.message)")
+            advance(to: at, offset: offset)
             return
         }
+        feed(record, at: at, key: key, offset: offset)
+    }
+
+    /// Feeds one decoded record at `at` (log offset `offset`, else the next line number).
+    mutating func feed(_ record: FleetRecord, at: Timestamp, key: String? = nil, offset pinned: Int64? = nil) {
+        let ids = advance(to: at, offset: pinned)
+        let key = key ?? record.userId
         guard !key.isEmpty else { return }  // ticks only advance time
+        let now = time ?? at
         var state = states[key] ?? engine.initialState(userId: key)
         var context = ProcessingContext(now: now, userId: key, ids: ids)
         do {
             try engine.process(record, state: &state, context: &context)
         } catch {
-            errors.append("\(atText) \(error.message)")
+            errors.append("\(at.rfc3339) \(error.message)")
             return
         }
         states[key] = state
         outputs += context.outputs
+    }
+
+    /// Moves partition time to `at` (never back) and fires the timers due by then.
+    @discardableResult
+    private mutating func advance(to at: Timestamp, offset pinned: Int64?) -> OutputIDs {
+        let now = max(time ?? at, at)
+        time = now
+        // A pinned offset is the record's log position (a re-sent copy lives at a new offset).
+        let offset = pinned ?? Int64(line)
+        var ids = OutputIDs(origin: SourceCoordinates(topic: Topics.deliveryInbox, partition: 0, offset: offset))
+        line += 1
+        fireTimers(through: now, ids: &ids)
+        return ids
     }
 
     private mutating func fireTimers(through limit: Timestamp, ids: inout OutputIDs) {
@@ -108,6 +125,18 @@ struct EngineDriver {
 
     /// Replaces a user's state, as the runtime does when it restores from the changelog.
     mutating func restore(_ user: String, _ state: DeliveryState) { states[user] = state }
+
+    /// Writes every state to bytes and reads it back, as a restart restores from the changelog.
+    /// Returns false when a state does not survive the round trip unchanged.
+    mutating func roundTripStates() throws -> Bool {
+        var same = true
+        for (user, state) in states {
+            let restored = try DeliveryState(serialized: state.serialized())
+            same = same && restored == state
+            states[user] = restored
+        }
+        return same
+    }
 
     // MARK: Reading the output
 

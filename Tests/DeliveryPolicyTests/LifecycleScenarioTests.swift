@@ -176,7 +176,7 @@ import Testing
             """, until: "2026-03-11T08:00:00Z")
         #expect(d.jsonl.filter { $0.contains("rin.home.sections") } + d.errors == [
             "{\"at\":\"2026-03-10T10:01:00Z\",\"topic\":\"rin.home.sections\",\"key\":\"u1\",\"value\":{\"expires_at\":\"2026-03-12T10:01:00Z\",\"id\":\"rin.delivery.inbox:0:2:0\",\"item\":{\"label\":\"Good\"},\"item_id\":\"score\",\"section\":\"score_changed\",\"type\":\"section.item\",\"user_id\":\"u1\",\"v\":1}}",
-            "{\"at\":\"2026-03-11T07:00:40Z\",\"topic\":\"rin.home.sections\",\"key\":\"u1\",\"value\":{\"expires_at\":\"2026-03-13T07:00:40Z\",\"id\":\"rin.delivery.inbox:0:5:1001\",\"item\":{\"body\":\"Your Rin Score changed: 58 to 56 (-2). Tap to see what shifted.\",\"deep_link\":\"rin://score\",\"intent_ids\":[\"s2\"],\"notification\":\"score.updated\",\"reason\":\"type_cap\",\"title\":\"Rin Score\"},\"item_id\":\"score.updated\",\"section\":\"score_changed\",\"type\":\"section.item\",\"user_id\":\"u1\",\"v\":1}}",
+            "{\"at\":\"2026-03-11T07:00:40Z\",\"topic\":\"rin.home.sections\",\"key\":\"u1\",\"value\":{\"expires_at\":\"2026-03-13T07:00:40Z\",\"id\":\"until:0:0:1\",\"item\":{\"body\":\"Your Rin Score changed: 58 to 56 (-2). Tap to see what shifted.\",\"deep_link\":\"rin://score\",\"intent_ids\":[\"s2\"],\"notification\":\"score.updated\",\"reason\":\"type_cap\",\"title\":\"Rin Score\"},\"item_id\":\"score.updated\",\"section\":\"score_changed\",\"type\":\"section.item\",\"user_id\":\"u1\",\"v\":1}}",
             "2026-03-10T10:02:00Z field \'section\' is \'nowhere\', not one of circle_suggestions, enrichment_updates, needs_attention, network_health, profile_completion, recently_added, score_changed, upcoming, welcome_back",
         ])
     }

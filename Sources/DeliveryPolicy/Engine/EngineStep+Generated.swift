@@ -60,7 +60,7 @@ extension EngineStep {
             candidate.dueAt = end
             return candidate
         }
-        if candidate.kind != .digest && !email && inQuietMode && quietWeekIsUsed() { return nil }  // P-LAP-3
+        if candidate.kind != .digest && inQuietMode && quietWeekIsUsed() { return nil }  // P-LAP-3, every channel
         if profile.budget.dailyLimit - ledger().delivered <= 0 { return nil }
         guard let generated = renderGenerated(candidate) else { return nil }
         let (type, rendered) = generated
