@@ -1,0 +1,61 @@
+public import FleetModel
+
+/// The delivery worker's decisions (POLICY.md §0–§3, §5–§9) as a pure per-user processor.
+///
+/// Input: every `rin.delivery.inbox` record of one user (intents, section items and retention
+/// events from upstream, forwarded `rin.app.activity` records, ticks). Output, through the
+/// context: `delivery` records, one final `decision` per intent (plus non-final `deferred`
+/// ones), smart-section items and §11 retention events. Time comes only from `context.now`
+/// and ids only from `context.nextID()`, so the same log gives byte-identical output.
+///
+/// All numbers, the catalog and the copy come from the `PolicyProfile`.
+public struct DeliveryEngine: UserProcessor {
+    public typealias State = DeliveryState
+
+    public let profile: PolicyProfile
+
+    public init(profile: PolicyProfile) {
+        self.profile = profile
+    }
+
+    public func initialState(userId: String) -> DeliveryState { DeliveryState() }
+
+    /// Applies one inbox record. Throws, leaving `state` and `context` untouched, for an intent
+    /// the catalog does not allow (P-CAT-1) or a record that does not belong in the inbox.
+    public func process(_ record: FleetRecord, state: inout DeliveryState, context: inout ProcessingContext) throws(RecordError) {
+        switch record {
+        case .tick:
+            return  // timers were fired by the runtime before this record
+        case .intent(let intent):
+            let type = try IntentValidation.validate(intent, profile: profile)
+            if state.memory.contains(intent.id) { return }  // P-IDEM-1
+            withStep(&state, &context) { $0.intentArrived(intent, type: type) }
+        case .sectionItem, .retentionEvent, .userSignedUp, .appOpened, .notificationOpened, .notificationDismissed,
+            .settingsChanged, .permissionChanged, .userAction, .scoreViewed:
+            if state.memory.contains(record.id) { return }  // P-IDEM-1: a re-sent copy changes nothing
+            withStep(&state, &context) { $0.recordArrived(record) }
+        case .scoreComputed, .contactsSyncCompleted, .reminderUpserted, .reminderCancelled, .accessRequested,
+            .securityNewSignin, .securitySuspiciousActivity, .delivery, .decision:
+            throw RecordError("type '\(record.type)' does not belong on topic '\(Topics.deliveryInbox)'")
+        }
+    }
+
+    public func fireTimers(state: inout DeliveryState, context: inout ProcessingContext) {
+        withStep(&state, &context) { $0.fireDueTimers() }
+    }
+
+    public func nextWakeUp(_ state: DeliveryState) -> Timestamp? {
+        EngineStep.nextWakeUp(state, profile: profile)
+    }
+
+    /// Runs `body` on a step that owns `state` and `context` for its duration (moved in and out
+    /// with `swap`, so no collection is copied).
+    private func withStep(_ state: inout DeliveryState, _ context: inout ProcessingContext, _ body: (inout EngineStep) -> Void) {
+        var step = EngineStep(profile: profile, state: DeliveryState(), context: ProcessingContext(now: context.now, userId: context.userId, ids: context.ids))
+        swap(&step.state, &state)
+        swap(&step.context, &context)
+        body(&step)
+        swap(&step.state, &state)
+        swap(&step.context, &context)
+    }
+}

@@ -1,0 +1,350 @@
+import FleetModel
+
+/// Everything the delivery engine knows about one user: settings, lifecycle, the day's budget,
+/// recent deliveries for caps and cool-downs, pending notifications (its timers) and the ids it
+/// has already seen.
+///
+/// The runtime writes it to the `delivery-worker.state` changelog after every change, so the
+/// encoding is compact: short keys, defaults and empty collections left out, times as
+/// milliseconds (see `DeliveryState.encode(to:)`). An idle user encodes to well under 512 bytes.
+public struct DeliveryState: Hashable, Sendable {
+    // Settings (user.settings_changed, permission.changed)
+    var zone: Zone?
+    var quietHours: QuietHours?
+    var pushEnabled = true
+    var notificationsDenied = false
+    var emailOptIn = false
+    var premium = false
+    var disabledCategories: [String] = []
+
+    // Lifecycle
+    var signedUpAt: Timestamp?
+    var lastOpenAt: Timestamp?
+    var lastActionAt: Timestamp?
+    var streak: Streak?
+    var lapse = LapseState()
+    var lastScore: Int?
+    var lastDeliveredCategory: String?
+    var sinceOpen = SinceOpenTotals()
+    /// The most important notification held back since the last open (quiet week `top_pending`).
+    var topPending: PendingIntent?
+
+    // Volume rules
+    var day: DayLedger?
+    var recent: [RecentDelivery] = []
+    var keyedCaps: [KeyedCap] = []
+    var lifetime: [String: Int] = [:]
+    var dismissals: [Dismissal] = []
+    var cooldownUntil: [String: Timestamp] = [:]
+
+    // Timers
+    var pending: [Candidate] = []
+
+    // P-IDEM-1
+    var memory = IdempotencyMemory()
+
+    public init() {}
+}
+
+/// P-EVT-2: consecutive local days with an open.
+struct Streak: Codable, Hashable, Sendable {
+    var current: Int
+    var longest: Int
+    var lastDay: Int  // CivilDate.daysSinceEpoch
+    enum CodingKeys: String, CodingKey { case current = "c", longest = "l", lastDay = "d" }
+}
+
+/// §7: which inactivity tiers fired during the current lapse.
+struct LapseState: Codable, Hashable, Sendable {
+    enum Tier: UInt8, Sendable { case quietMode = 1, valueReminder = 2, dormant = 4 }
+    var fired: UInt8 = 0
+    var quietSince: Timestamp?
+    var lastQuietNotificationAt: Timestamp?
+    var valueReminderAt: Timestamp?
+    /// P-LAP-4 "no intentional action for 30 days" already handled for the current gap.
+    var noActionFired = false
+    /// The tier notification most recently delivered, to tell `14d_summary` / `30d_reminder`
+    /// re-engagement from organic (P-LAP-6).
+    var tierNotificationId: String?
+    var tierKind: String?
+
+    func hasFired(_ tier: Tier) -> Bool { fired & tier.rawValue != 0 }
+    mutating func mark(_ tier: Tier) { fired |= tier.rawValue }
+    var isEmpty: Bool { self == LapseState() }
+
+    enum CodingKeys: String, CodingKey {
+        case fired = "f", quietSince = "q", lastQuietNotificationAt = "n", valueReminderAt = "v", noActionFired = "a"
+        case tierNotificationId = "i", tierKind = "k"
+    }
+
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        fired = try c.decodeIfPresent(UInt8.self, forKey: .fired) ?? 0
+        quietSince = try c.decodeIfPresent(Millis.self, forKey: .quietSince)?.timestamp
+        lastQuietNotificationAt = try c.decodeIfPresent(Millis.self, forKey: .lastQuietNotificationAt)?.timestamp
+        valueReminderAt = try c.decodeIfPresent(Millis.self, forKey: .valueReminderAt)?.timestamp
+        noActionFired = try c.decodeIfPresent(Bool.self, forKey: .noActionFired) ?? false
+        tierNotificationId = try c.decodeIfPresent(String.self, forKey: .tierNotificationId)
+        tierKind = try c.decodeIfPresent(String.self, forKey: .tierKind)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        if fired != 0 { try c.encode(fired, forKey: .fired) }
+        try c.encodeIfPresent(quietSince.map(Millis.init), forKey: .quietSince)
+        try c.encodeIfPresent(lastQuietNotificationAt.map(Millis.init), forKey: .lastQuietNotificationAt)
+        try c.encodeIfPresent(valueReminderAt.map(Millis.init), forKey: .valueReminderAt)
+        if noActionFired { try c.encode(true, forKey: .noActionFired) }
+        try c.encodeIfPresent(tierNotificationId, forKey: .tierNotificationId)
+        try c.encodeIfPresent(tierKind, forKey: .tierKind)
+    }
+}
+
+/// P-WB-2: what happened since the last open, delivered or not.
+struct SinceOpenTotals: Codable, Hashable, Sendable {
+    var scoreOld: Int?
+    var scoreNew: Int?
+    var dedup = 0
+    var access = 0
+    var enrichment = 0
+    /// Local days (days since epoch) on which birthday reminders fired: the welcome-back line
+    /// counts those of the last 7 days ("birthdays this week").
+    var birthdayDays: [Int] = []
+    var reminders = 0
+    var newContacts = 0
+
+    var isEmpty: Bool { self == SinceOpenTotals() }
+
+    enum CodingKeys: String, CodingKey {
+        case scoreOld = "so", scoreNew = "sn", dedup = "d", access = "a", enrichment = "e", birthdayDays = "b"
+        case reminders = "r", newContacts = "c"
+    }
+
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        scoreOld = try c.decodeIfPresent(Int.self, forKey: .scoreOld)
+        scoreNew = try c.decodeIfPresent(Int.self, forKey: .scoreNew)
+        dedup = try c.decodeIfPresent(Int.self, forKey: .dedup) ?? 0
+        access = try c.decodeIfPresent(Int.self, forKey: .access) ?? 0
+        enrichment = try c.decodeIfPresent(Int.self, forKey: .enrichment) ?? 0
+        birthdayDays = try c.decodeIfPresent([Int].self, forKey: .birthdayDays) ?? []
+        reminders = try c.decodeIfPresent(Int.self, forKey: .reminders) ?? 0
+        newContacts = try c.decodeIfPresent(Int.self, forKey: .newContacts) ?? 0
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(scoreOld, forKey: .scoreOld)
+        try c.encodeIfPresent(scoreNew, forKey: .scoreNew)
+        for (value, key) in [(dedup, CodingKeys.dedup), (access, .access), (enrichment, .enrichment),
+                             (reminders, .reminders), (newContacts, .newContacts)] where value != 0 {
+            try c.encode(value, forKey: key)
+        }
+        if !birthdayDays.isEmpty { try c.encode(birthdayDays, forKey: .birthdayDays) }
+    }
+}
+
+/// The current local day's counts (P-BUD-1, P-BUD-5, P-BUD-6, per-day caps).
+struct DayLedger: Codable, Hashable, Sendable {
+    var day: Int  // CivilDate.daysSinceEpoch
+    var delivered = 0
+    /// Non-security intents that arrived this day (P-BUD-5 threshold).
+    var candidates = 0
+    var byType: [String: Int] = [:]
+    /// Deliveries per `day_one.limits` entry.
+    var dayOne: [Int] = []
+    /// Intents held back by volume rules before the digest threshold was crossed.
+    var heldBack: [String] = []
+
+    enum CodingKeys: String, CodingKey {
+        case day = "d", delivered = "n", candidates = "c", byType = "t", dayOne = "o", heldBack = "h"
+    }
+
+    init(day: Int) { self.day = day }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        day = try c.decode(Int.self, forKey: .day)
+        delivered = try c.decodeIfPresent(Int.self, forKey: .delivered) ?? 0
+        candidates = try c.decodeIfPresent(Int.self, forKey: .candidates) ?? 0
+        byType = try c.decodeIfPresent([String: Int].self, forKey: .byType) ?? [:]
+        dayOne = try c.decodeIfPresent([Int].self, forKey: .dayOne) ?? []
+        heldBack = try c.decodeIfPresent([String].self, forKey: .heldBack) ?? []
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(day, forKey: .day)
+        if delivered != 0 { try c.encode(delivered, forKey: .delivered) }
+        if candidates != 0 { try c.encode(candidates, forKey: .candidates) }
+        if !byType.isEmpty { try c.encode(byType, forKey: .byType) }
+        if dayOne.contains(where: { $0 != 0 }) { try c.encode(dayOne, forKey: .dayOne) }
+        if !heldBack.isEmpty { try c.encode(heldBack, forKey: .heldBack) }
+    }
+}
+
+/// A non-security push delivered recently: rolling caps, cool-down rate, duplicate content.
+struct RecentDelivery: Codable, Hashable, Sendable {
+    var type: String
+    var at: Timestamp
+    var bodyHash: UInt64
+    enum CodingKeys: String, CodingKey { case type = "t", at = "a", bodyHash = "h" }
+
+    init(type: String, at: Timestamp, bodyHash: UInt64) { self.type = type; self.at = at; self.bodyHash = bodyHash }
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        type = try c.decode(String.self, forKey: .type)
+        at = try c.decode(Millis.self, forKey: .at).timestamp
+        bodyHash = try c.decode(UInt64.self, forKey: .bodyHash)
+    }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(type, forKey: .type)
+        try c.encode(Millis(at), forKey: .at)
+        try c.encode(bodyHash, forKey: .bodyHash)
+    }
+}
+
+/// A `caps.per_key` use: `type` was delivered for the key with this hash in `period`
+/// (a local year, or 0 for "ever").
+struct KeyedCap: Codable, Hashable, Sendable {
+    var type: String
+    var keyHash: UInt64
+    var period: Int
+    var count: Int
+    enum CodingKeys: String, CodingKey { case type = "t", keyHash = "k", period = "p", count = "n" }
+}
+
+/// P-COOL-1 input.
+struct Dismissal: Codable, Hashable, Sendable {
+    var category: String
+    var at: Timestamp
+    enum CodingKeys: String, CodingKey { case category = "c", at = "a" }
+
+    init(category: String, at: Timestamp) { self.category = category; self.at = at }
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        category = try c.decode(String.self, forKey: .category)
+        at = try c.decode(Millis.self, forKey: .at).timestamp
+    }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(category, forKey: .category)
+        try c.encode(Millis(at), forKey: .at)
+    }
+}
+
+/// An intent waiting in a coalescing window or a deferral.
+struct PendingIntent: Codable, Hashable, Sendable {
+    var id: String
+    var type: String
+    var data: JSONObject
+    var expiresAt: Timestamp?
+    var arrivedAt: Timestamp
+    enum CodingKeys: String, CodingKey { case id = "i", type = "t", data = "d", expiresAt = "x", arrivedAt = "a" }
+
+    init(id: String, type: String, data: JSONObject, expiresAt: Timestamp?, arrivedAt: Timestamp) {
+        self.id = id; self.type = type; self.data = data; self.expiresAt = expiresAt; self.arrivedAt = arrivedAt
+    }
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        type = try c.decode(String.self, forKey: .type)
+        data = try c.decodeIfPresent(JSONObject.self, forKey: .data) ?? [:]
+        expiresAt = try c.decodeIfPresent(Millis.self, forKey: .expiresAt)?.timestamp
+        arrivedAt = try c.decode(Millis.self, forKey: .arrivedAt).timestamp
+    }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(type, forKey: .type)
+        if !data.isEmpty { try c.encode(data, forKey: .data) }
+        try c.encodeIfPresent(expiresAt.map(Millis.init), forKey: .expiresAt)
+        try c.encode(Millis(arrivedAt), forKey: .arrivedAt)
+    }
+}
+
+/// A notification the engine will decide at `dueAt`: a coalescing window, a deferral to the end
+/// of quiet hours, a digest, or a lapse-tier notification. These are the user's timers.
+struct Candidate: Codable, Hashable, Sendable {
+    enum Kind: String, Codable, Sendable {
+        /// Intents of one category (coalescing window, then possibly deferred).
+        case intents = "i"
+        /// P-BUD-5.
+        case digest = "d"
+        /// P-LAP-2 summary, or the top pending notification in `top_pending` quiet weeks.
+        case lapsedSummary = "s"
+        case topPending = "p"
+        /// P-LAP-4.
+        case valueReminder = "v"
+        /// P-LAP-5.
+        case dormantEmail = "e"
+    }
+    enum Phase: String, Codable, Sendable {
+        case collecting = "c", deferred = "d", scheduled = "s"
+    }
+
+    var kind: Kind
+    var phase: Phase
+    var category: String
+    var notificationId: String
+    var firstArrival: Timestamp
+    var dueAt: Timestamp
+    /// End of the current deferral, as announced in the `deferred` decisions.
+    var until: Timestamp?
+    var intents: [PendingIntent] = []
+    /// Digest: the intents it summarises.
+    var summarised: [String] = []
+
+    enum CodingKeys: String, CodingKey {
+        case kind = "k", phase = "p", category = "c", notificationId = "n", firstArrival = "f", dueAt = "d", until = "u"
+        case intents = "i", summarised = "s"
+    }
+
+    init(kind: Kind, phase: Phase, category: String, notificationId: String, firstArrival: Timestamp, dueAt: Timestamp) {
+        self.kind = kind; self.phase = phase; self.category = category; self.notificationId = notificationId
+        self.firstArrival = firstArrival; self.dueAt = dueAt
+    }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        kind = try c.decode(Kind.self, forKey: .kind)
+        phase = try c.decode(Phase.self, forKey: .phase)
+        category = try c.decode(String.self, forKey: .category)
+        notificationId = try c.decode(String.self, forKey: .notificationId)
+        firstArrival = try c.decode(Millis.self, forKey: .firstArrival).timestamp
+        dueAt = try c.decode(Millis.self, forKey: .dueAt).timestamp
+        until = try c.decodeIfPresent(Millis.self, forKey: .until)?.timestamp
+        intents = try c.decodeIfPresent([PendingIntent].self, forKey: .intents) ?? []
+        summarised = try c.decodeIfPresent([String].self, forKey: .summarised) ?? []
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(phase, forKey: .phase)
+        try c.encode(category, forKey: .category)
+        try c.encode(notificationId, forKey: .notificationId)
+        try c.encode(Millis(firstArrival), forKey: .firstArrival)
+        try c.encode(Millis(dueAt), forKey: .dueAt)
+        try c.encodeIfPresent(until.map(Millis.init), forKey: .until)
+        if !intents.isEmpty { try c.encode(intents, forKey: .intents) }
+        if !summarised.isEmpty { try c.encode(summarised, forKey: .summarised) }
+    }
+}
+
+/// A time stored as integer milliseconds: half the bytes of RFC 3339 in the changelog.
+struct Millis: Codable, Hashable, Sendable {
+    var value: Int64
+    init(_ t: Timestamp) { value = t.millisecondsSinceEpoch }
+    var timestamp: Timestamp { Timestamp(millisecondsSinceEpoch: value) }
+    init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int64.self) }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(value)
+    }
+}

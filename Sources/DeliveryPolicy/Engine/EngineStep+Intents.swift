@@ -1,0 +1,119 @@
+import FleetModel
+
+extension EngineStep {
+    /// A validated, never-seen intent arrives.
+    mutating func intentArrived(_ intent: Intent, type: PolicyProfile.NotificationType) {
+        prune()
+        state.memory.remember(intent.id, at: now)  // P-IDEM-1: also blocks copies while it is pending
+        let pending = PendingIntent(id: intent.id, type: type.name, data: intent.data, expiresAt: intent.expiresAt, arrivedAt: now)
+        countSinceOpen(pending, type)  // P-WB-2: every intent, delivered or not
+
+        if type.alwaysDeliver {
+            deliverImmediately(pending, type)
+            return
+        }
+        updateLedger { $0.candidates += 1 }  // P-BUD-5 threshold
+
+        let window = profile.coalescing.window
+        if profile.category(type.category).coalesce && window.milliseconds > 0 {
+            // P-COAL-1: held from the first arrival of the category, not sliding.
+            if let i = state.pending.firstIndex(where: { $0.kind == .intents && $0.phase == .collecting && $0.category == type.category }) {
+                state.pending[i].intents.append(pending)
+            } else {
+                var candidate = Candidate(
+                    kind: .intents, phase: .collecting, category: type.category, notificationId: context.nextID(),
+                    firstArrival: now, dueAt: now + window)
+                candidate.intents = [pending]
+                state.pending.append(candidate)
+            }
+        } else {
+            var candidate = Candidate(
+                kind: .intents, phase: .collecting, category: type.category, notificationId: context.nextID(),
+                firstArrival: now, dueAt: now)
+            candidate.intents = [pending]
+            release([candidate])
+        }
+    }
+
+    /// SECURITY (P-BUD-1): delivered at once, held back by nothing but P-IDEM-1; in-app when
+    /// push is impossible (P-PREF-1).
+    private mutating func deliverImmediately(_ intent: PendingIntent, _ type: PolicyProfile.NotificationType) {
+        guard let rendered = Renderer.render(type, [intent]) else { return }
+        let notificationId = context.nextID()
+        if pushBlocked {
+            emitSectionItems(for: [intent], reason: "permission_denied")
+            emitDecision(intent.id, .delivered, reason: "in_app_permission_denied", rule: "P-PREF-1", notificationId: notificationId)
+        } else {
+            emitDelivery(rendered, notificationId: notificationId, category: type.category, channel: .push, merged: [intent.id])
+            emitDecision(intent.id, .delivered, reason: "security", rule: "P-BUD-1", notificationId: notificationId)
+        }
+    }
+
+    /// P-WB-2 totals and the last known score.
+    private mutating func countSinceOpen(_ intent: PendingIntent, _ type: PolicyProfile.NotificationType) {
+        guard let line = type.sinceOpen else { return }
+        let data = intent.data
+        switch line {
+        case .score:
+            guard let new = (data["new"] ?? data["score"])?.intValue.map(Int.init) else { return }
+            if state.sinceOpen.scoreNew == nil {
+                state.sinceOpen.scoreOld = data["old"]?.intValue.map(Int.init) ?? state.lastScore
+            }
+            state.sinceOpen.scoreNew = new
+            state.lastScore = new
+        case .dedup: state.sinceOpen.dedup += amount(of: data, type)
+        case .access: state.sinceOpen.access += amount(of: data, type)
+        case .enrichment: state.sinceOpen.enrichment += amount(of: data, type)
+        case .birthdays:
+            let day = today
+            state.sinceOpen.birthdayDays.removeAll { $0 < day - 6 }  // only "this week" is ever read
+            state.sinceOpen.birthdayDays += Array(repeating: day, count: amount(of: data, type))
+        case .reminders: state.sinceOpen.reminders += amount(of: data, type)
+        case .newContacts: state.sinceOpen.newContacts += amount(of: data, type)
+        }
+    }
+
+    private func amount(of data: JSONObject, _ type: PolicyProfile.NotificationType) -> Int {
+        switch type.merge {
+        case .sumCount: Int(data["count"]?.intValue ?? 0)
+        case .names: data["names"]?.arrayValue?.count ?? 0
+        default: 1
+        }
+    }
+
+    /// P-SEC-2 / P-BUD-4: one section item per type among `intents`, with the merged copy.
+    mutating func emitSectionItems(for intents: [PendingIntent], reason: String) {
+        var order: [String] = []
+        var groups: [String: [PendingIntent]] = [:]
+        for intent in intents {
+            if groups[intent.type] == nil { order.append(intent.type) }
+            groups[intent.type, default: []].append(intent)
+        }
+        for name in order {
+            guard let type = profile.catalog[name], let section = type.section, let group = groups[name],
+                  let rendered = Renderer.render(type, group)
+            else { continue }
+            var itemId = name
+            if let key = type.sectionKey, let value = group[0].data[key].flatMap(Self.scalarText) { itemId += ":" + value }
+            let item: JSONObject = [
+                "notification": .string(name),
+                "title": .string(rendered.title),
+                "body": .string(rendered.body),
+                "deep_link": .string(rendered.deepLink),
+                "intent_ids": .array(group.map { .string($0.id) }),
+                "reason": .string(reason),
+            ]
+            var expiresAt = profile.sections[section]?.expiresAfter.map { now + $0 }
+            if let intentExpiry = group.compactMap(\.expiresAt).min() { expiresAt = min(expiresAt ?? intentExpiry, intentExpiry) }
+            emitSection(section, itemId: itemId, item: item, expiresAt: expiresAt)
+        }
+    }
+
+    static func scalarText(_ value: JSONValue) -> String? {
+        switch value {
+        case .string(let s): s
+        case .int(let i): String(i)
+        default: nil
+        }
+    }
+}

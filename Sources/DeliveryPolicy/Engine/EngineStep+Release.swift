@@ -1,0 +1,331 @@
+import FleetModel
+
+/// Why a candidate is not delivered now.
+private struct Verdict {
+    var reason: String
+    var rule: String
+    /// Held back by volume (caps, cool-down, budget): these feed the digest (P-BUD-5).
+    var volume = false
+}
+
+extension EngineStep {
+    /// Decides candidates released at the same instant: rank order, then oldest first (P-BUD-2).
+    mutating func release(_ batch: [Candidate]) {
+        let ordered = batch.sorted { a, b in
+            let ra = rank(of: a), rb = rank(of: b)
+            if ra != rb { return ra < rb }
+            if a.firstArrival != b.firstArrival { return a.firstArrival < b.firstArrival }
+            return a.notificationId < b.notificationId
+        }
+        for candidate in ordered {
+            if let stillPending = decide(candidate) { state.pending.append(stillPending) }
+        }
+    }
+
+    func rank(of candidate: Candidate) -> Int {
+        switch candidate.kind {
+        case .intents, .topPending:
+            return candidate.intents.compactMap { profile.catalog[$0.type]?.rank }.min() ?? Int.max
+        case .digest:
+            return profile.catalog[profile.digest.notification]?.rank ?? Int.max
+        case .lapsedSummary, .dormantEmail:
+            return profile.catalog[profile.lapse.summaryNotification]?.rank ?? Int.max
+        case .valueReminder:
+            return profile.catalog[profile.lapse.valueReminderNotification]?.rank ?? Int.max
+        }
+    }
+
+    /// Decides one candidate now. Returns it when it stays pending (deferred).
+    private mutating func decide(_ candidate: Candidate) -> Candidate? {
+        switch candidate.kind {
+        case .intents: return decideIntents(candidate)
+        default: return decideGenerated(candidate)
+        }
+    }
+
+    // MARK: Intents
+
+    private mutating func decideIntents(_ original: Candidate) -> Candidate? {
+        var candidate = original
+        // P-EXP-1: whatever reached its expiry while held is suppressed.
+        let expired = candidate.intents.filter { ($0.expiresAt.map { $0 <= now }) ?? false }
+        if !expired.isEmpty {
+            candidate.intents.removeAll { ($0.expiresAt.map { $0 <= now }) ?? false }
+            settle(expired, .suppressed, Verdict(reason: "expired", rule: "P-EXP-1"), notificationId: nil)
+        }
+        guard !candidate.intents.isEmpty else { return nil }
+
+        // A replay under another profile may hold types that profile does not know.
+        let unknown = candidate.intents.filter { profile.catalog[$0.type] == nil }
+        if !unknown.isEmpty {
+            candidate.intents.removeAll { profile.catalog[$0.type] == nil }
+            settle(unknown, .suppressed, Verdict(reason: "not_in_catalog", rule: "P-CAT-1"), notificationId: nil)
+            guard !candidate.intents.isEmpty else { return nil }
+        }
+
+        guard let type = primaryType(of: candidate.intents) else { return nil }
+        let primary = candidate.intents.filter { $0.type == type.name }
+        let others = candidate.intents.filter { $0.type != type.name }
+
+        if let verdict = preferenceVerdict(type) {
+            settle(candidate.intents, .suppressed, verdict, notificationId: nil)
+            return nil
+        }
+
+        // P-DND-1: deferred to the end of quiet hours, unless the user scheduled it inside them.
+        var exemptFromQuietHours = false
+        if let end = quietHours.end(containing: now, in: zone) {
+            if isUserScheduledInsideQuietHours(type, primary) {
+                exemptFromQuietHours = true
+            } else {
+                return deferred(candidate, until: end)
+            }
+        }
+
+        // P-BUD-6 day one.
+        if let verdict = dayOneVerdict(type) {
+            settle(candidate.intents, .suppressed, verdict, notificationId: nil)
+            return nil
+        }
+
+        // Per-key caps drop single intents (a birthday already sent this year), then decide again.
+        if let perKey = type.caps.perKey {
+            let capped = primary.filter { keyedUses(type.name, perKey, $0) >= perKey.max }
+            if !capped.isEmpty {
+                candidate.intents.removeAll { intent in capped.contains { $0.id == intent.id } }
+                lose(capped, Verdict(reason: "type_cap", rule: "P-BUD-1", volume: true))
+                return candidate.intents.isEmpty ? nil : decideIntents(candidate)
+            }
+        }
+
+        if let verdict = capVerdict(type) ?? cooldownVerdict(type) {
+            lose(candidate.intents, verdict)
+            return nil
+        }
+
+        guard let rendered = Renderer.render(type, primary) else {
+            settle(candidate.intents, .suppressed, Verdict(reason: "no_net_change", rule: "P-COAL-1"), notificationId: nil)
+            return nil
+        }
+
+        // P-DUP-1
+        let bodyHash = IdempotencyMemory.hash(rendered.body)
+        let dupSince = now - profile.duplicateContent.window
+        if state.recent.contains(where: { $0.type == type.name && $0.bodyHash == bodyHash && $0.at > dupSince }) {
+            settle(candidate.intents, .suppressed, Verdict(reason: "duplicate_content", rule: "P-DUP-1"), notificationId: nil)
+            return nil
+        }
+
+        if let verdict = budgetVerdict(rank: type.rank) {
+            lose(candidate.intents, verdict)
+            return nil
+        }
+
+        // Delivered.
+        emitDelivery(rendered, notificationId: candidate.notificationId, category: type.category, channel: .push, merged: candidate.intents.map(\.id))
+        let (reason, rule) =
+            exemptFromQuietHours ? ("scheduled_by_user", "P-DND-1")
+            : original.phase == .deferred ? ("quiet_hours_ended", "P-DND-1") : ("within_budget", "P-BUD-1")
+        for (i, intent) in primary.enumerated() {
+            if i == 0 {
+                emitDecision(intent.id, .delivered, reason: reason, rule: rule, notificationId: candidate.notificationId)
+            } else {
+                emitDecision(intent.id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
+            }
+        }
+        for intent in others {
+            emitDecision(intent.id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
+        }
+        if !others.isEmpty { emitSectionItems(for: others, reason: "merged") }
+        recordDelivery(type, bodyHash: bodyHash)
+        if let perKey = type.caps.perKey {
+            for intent in primary { useKey(type.name, perKey, intent) }
+        }
+        return nil
+    }
+
+    /// The notification a window delivers: a type that supersedes another present (milestone
+    /// over updated), else the lowest rank, then the earliest (P-COAL-1).
+    private func primaryType(of intents: [PendingIntent]) -> PolicyProfile.NotificationType? {
+        let present = Set(intents.map(\.type))
+        var best: PolicyProfile.NotificationType?
+        for intent in intents {
+            guard let type = profile.catalog[intent.type] else { continue }
+            guard let current = best else { best = type; continue }
+            if type.name == current.name { continue }
+            let beatsBySupersede = type.supersedes.contains(current.name) && present.contains(current.name)
+            let losesBySupersede = current.supersedes.contains(type.name)
+            if beatsBySupersede || (!losesBySupersede && type.rank < current.rank) { best = type }
+        }
+        return best
+    }
+
+    /// P-PREF-1, P-LAP-3, P-LAP-5 and the weekend pause: the user's own settings and lapse state.
+    private func preferenceVerdict(_ type: PolicyProfile.NotificationType) -> Verdict? {
+        if type.userCanDisable && state.disabledCategories.contains(type.category) {
+            return Verdict(reason: "category_disabled", rule: "P-PREF-1")
+        }
+        if type.inAppOnly { return Verdict(reason: "in_app_only", rule: "P-SEC-2") }
+        if pushBlocked { return Verdict(reason: "permission_denied", rule: "P-PREF-1") }
+        if type.requiresPremium && !state.premium { return Verdict(reason: "not_premium", rule: "P-PREF-1") }
+        if isDormant { return Verdict(reason: "dormant", rule: "P-LAP-5") }
+        if inQuietMode && !profile.lapse.quietModeAllowedCategories.contains(type.category) {
+            return Verdict(reason: "quiet_mode", rule: "P-LAP-3")
+        }
+        if profile.weekendPause.onByDefault && type.userCanDisable
+            && profile.weekendPause.days.contains(zone.localDate(at: now).isoWeekday)
+        {
+            return Verdict(reason: "weekend_pause", rule: "P-PROF-1")
+        }
+        return nil
+    }
+
+    /// P-DND-1 exception: every intent carries a user-scheduled local time inside quiet hours.
+    private func isUserScheduledInsideQuietHours(_ type: PolicyProfile.NotificationType, _ intents: [PendingIntent]) -> Bool {
+        guard let field = type.quietHoursExemptWhenScheduledIn else { return false }
+        return intents.allSatisfy { intent in
+            guard let text = intent.data[field]?.stringValue, let local = LocalDateTime(Substring(text)) else { return false }
+            return quietHours.contains(local.time)
+        }
+    }
+
+    private mutating func deferred(_ original: Candidate, until end: Timestamp) -> Candidate {
+        var candidate = original
+        if candidate.until != end {
+            for intent in candidate.intents {
+                emitDecision(intent.id, .deferred, reason: "quiet_hours", rule: "P-DND-1", notificationId: candidate.notificationId, until: end)
+            }
+        }
+        candidate.phase = .deferred
+        candidate.until = end
+        // Wake at the earliest expiry too (P-EXP-1 "a deferred intent that reaches its expiry").
+        candidate.dueAt = min(end, candidate.intents.compactMap(\.expiresAt).min() ?? end)
+        return candidate
+    }
+
+    private mutating func dayOneVerdict(_ type: PolicyProfile.NotificationType) -> Verdict? {
+        guard profile.dayOne.enabled, let signup = state.signedUpAt,
+              zone.localDate(at: signup).daysSinceEpoch == today
+        else { return nil }
+        guard let index = profile.dayOne.limits.firstIndex(where: { $0.types.contains(type.name) }) else {
+            return Verdict(reason: "day_one_limit", rule: "P-BUD-6")
+        }
+        let used = ledger().dayOne.indices.contains(index) ? ledger().dayOne[index] : 0
+        return used >= profile.dayOne.limits[index].max ? Verdict(reason: "day_one_limit", rule: "P-BUD-6") : nil
+    }
+
+    /// §1 "own cap" and the FitCircle frequency caps.
+    private mutating func capVerdict(_ type: PolicyProfile.NotificationType) -> Verdict? {
+        let caps = type.caps
+        let capped = Verdict(reason: "type_cap", rule: "P-BUD-1", volume: true)
+        if let perDay = caps.perDay, (ledger().byType[type.name] ?? 0) >= perDay { return capped }
+        if let perWeek = caps.perWeek {
+            let since = now - .days(7)
+            if state.recent.count(where: { $0.type == type.name && $0.at > since }) >= perWeek { return capped }
+        }
+        if let interval = caps.minInterval {
+            let since = now - interval
+            if state.recent.contains(where: { $0.type == type.name && $0.at > since }) { return capped }
+        }
+        if let total = caps.total, (state.lifetime[type.name] ?? 0) >= total { return capped }
+        if let days = caps.withinDaysOfSignup, (userAgeDays ?? Int.max) >= days { return capped }
+        return nil
+    }
+
+    /// P-COOL-1.
+    private func cooldownVerdict(_ type: PolicyProfile.NotificationType) -> Verdict? {
+        guard !profile.category(type.category).cooldownExempt, let until = state.cooldownUntil[type.category], until > now else {
+            return nil
+        }
+        let since = now - profile.cooldown.per
+        let recent = state.recent.count { $0.at > since && profile.catalog[$0.type]?.category == type.category }
+        return recent >= profile.cooldown.maxDeliveries ? Verdict(reason: "category_cooldown", rule: "P-COOL-1", volume: true) : nil
+    }
+
+    /// P-BUD-1 and the last-slot reservation P-BUD-3.
+    private mutating func budgetVerdict(rank: Int) -> Verdict? {
+        let remaining = profile.budget.dailyLimit - ledger().delivered
+        if remaining <= 0 { return Verdict(reason: "daily_budget", rule: "P-BUD-1", volume: true) }
+        if remaining == 1, let excluded = profile.budget.lastSlotExcludedFromRank, rank >= excluded {
+            return Verdict(reason: "budget_reserved", rule: "P-BUD-3", volume: true)
+        }
+        return nil
+    }
+
+    // MARK: Per-key caps
+
+    private func keyPeriod(_ period: PolicyProfile.Caps.PerKey.Period) -> Int {
+        period == .year ? zone.localDate(at: now).year : 0
+    }
+
+    private func keyHash(_ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> UInt64 {
+        IdempotencyMemory.hash(intent.data[perKey.field].flatMap(Self.scalarText) ?? "")
+    }
+
+    private func keyedUses(_ type: String, _ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> Int {
+        let hash = keyHash(perKey, intent), period = keyPeriod(perKey.period)
+        return state.keyedCaps.first { $0.type == type && $0.keyHash == hash && $0.period == period }?.count ?? 0
+    }
+
+    private mutating func useKey(_ type: String, _ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) {
+        let hash = keyHash(perKey, intent), period = keyPeriod(perKey.period)
+        if let i = state.keyedCaps.firstIndex(where: { $0.type == type && $0.keyHash == hash && $0.period == period }) {
+            state.keyedCaps[i].count += 1
+        } else {
+            state.keyedCaps.append(KeyedCap(type: type, keyHash: hash, period: period, count: 1))
+        }
+    }
+
+    // MARK: Outcomes
+
+    /// Final decisions for `intents` that were not delivered, with their section items.
+    private mutating func settle(_ intents: [PendingIntent], _ outcome: DecisionOutcome, _ verdict: Verdict, notificationId: String?) {
+        for intent in intents {
+            emitDecision(intent.id, outcome, reason: verdict.reason, rule: verdict.rule, notificationId: notificationId)
+        }
+        emitSectionItems(for: intents, reason: verdict.reason)
+        rememberTopPending(intents)
+    }
+
+    /// Held back by volume: into the digest once the day crossed its threshold (P-BUD-5),
+    /// otherwise suppressed and remembered for a digest later that day.
+    private mutating func lose(_ intents: [PendingIntent], _ verdict: Verdict) {
+        if ledger().candidates > profile.digest.whenCandidatesExceed {
+            let digestId = addToDigest(intents.map(\.id))
+            settle(intents, .digested, Verdict(reason: verdict.reason, rule: "P-BUD-5"), notificationId: digestId)
+        } else {
+            updateLedger { $0.heldBack += intents.map(\.id) }
+            settle(intents, .suppressed, verdict, notificationId: nil)
+        }
+    }
+
+    /// The quiet-week `top_pending` choice: the most important intent held back since the last open.
+    private mutating func rememberTopPending(_ intents: [PendingIntent]) {
+        for intent in intents {
+            guard let type = profile.catalog[intent.type], !type.inAppOnly else { continue }
+            if let current = state.topPending, let currentType = profile.catalog[current.type],
+               (currentType.rank, current.arrivedAt) <= (type.rank, intent.arrivedAt)
+            {
+                continue
+            }
+            state.topPending = intent
+        }
+    }
+
+    /// Bookkeeping for a delivered non-security push: budget, caps, cool-down, duplicates.
+    mutating func recordDelivery(_ type: PolicyProfile.NotificationType, bodyHash: UInt64) {
+        let dayOneIndex = profile.dayOne.limits.firstIndex { $0.types.contains(type.name) }
+        let limits = profile.dayOne.limits.count
+        updateLedger { l in
+            l.delivered += 1
+            l.byType[type.name, default: 0] += 1
+            if let dayOneIndex {
+                if l.dayOne.count < limits { l.dayOne += Array(repeating: 0, count: limits - l.dayOne.count) }
+                l.dayOne[dayOneIndex] += 1
+            }
+        }
+        state.recent.append(RecentDelivery(type: type.name, at: now, bodyHash: bodyHash))
+        if type.caps.total != nil { state.lifetime[type.name, default: 0] += 1 }
+        state.lastDeliveredCategory = type.category
+    }
+}

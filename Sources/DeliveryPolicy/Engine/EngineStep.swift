@@ -1,0 +1,110 @@
+import FleetModel
+
+/// One engine step: the profile, the user's state and the context it writes to. The rule
+/// families extend it in their own files (intents, release, activity, lapse, timers).
+struct EngineStep {
+    let profile: PolicyProfile
+    var state: DeliveryState
+    var context: ProcessingContext
+
+    var now: Timestamp { context.now }
+    var userId: String { context.userId }
+    /// P-TIME-1: the user's zone, UTC until one is known.
+    var zone: Zone { state.zone ?? .utc }
+    var today: Int { zone.localDate(at: now).daysSinceEpoch }
+
+    var quietHours: QuietHoursWindow {
+        if let q = state.quietHours { return QuietHoursWindow(start: q.start, end: q.end) }
+        return QuietHoursWindow(start: profile.quietHours.start, end: profile.quietHours.end)
+    }
+
+    /// Push is impossible: the user switched it off or denied the permission (P-PREF-1).
+    var pushBlocked: Bool { !state.pushEnabled || state.notificationsDenied }
+
+    var inQuietMode: Bool { state.lapse.quietSince != nil }
+    var isDormant: Bool { state.lapse.hasFired(.dormant) }
+
+    /// The current local day's ledger, reset when the day changes.
+    mutating func ledger() -> DayLedger {
+        let day = today
+        if state.day?.day != day { state.day = DayLedger(day: day) }
+        return state.day ?? DayLedger(day: day)
+    }
+
+    mutating func updateLedger(_ change: (inout DayLedger) -> Void) {
+        var l = ledger()
+        change(&l)
+        state.day = l
+    }
+
+    /// Local days since sign-up, when it is known (`user_age_days`).
+    var userAgeDays: Int? {
+        state.signedUpAt.map { zone.localDate(at: $0).days(until: zone.localDate(at: now)) }
+    }
+
+    // MARK: Outputs
+
+    mutating func emitDecision(
+        _ intentId: String, _ outcome: DecisionOutcome, reason: String?, rule: String, notificationId: String? = nil,
+        until: Timestamp? = nil
+    ) {
+        let decision = Decision(
+            id: context.nextID(), userId: userId, intentId: intentId, outcome: outcome, reason: reason,
+            notificationId: notificationId, until: until, rule: rule)
+        context.emit(.decision(decision), to: Topics.decisions)
+    }
+
+    mutating func emitDelivery(_ rendered: RenderedNotification, notificationId: String, category: String, channel: DeliveryChannel, merged: [String]) {
+        let delivery = Delivery(
+            id: context.nextID(), userId: userId, notificationId: notificationId, channel: channel, notification: rendered.type,
+            category: category, title: rendered.title, body: rendered.body, deepLink: rendered.deepLink, mergedIntents: merged)
+        context.emit(.delivery(delivery), to: Topics.deliveries)
+    }
+
+    mutating func emitSection(_ section: String, itemId: String, item: JSONObject, expiresAt: Timestamp?) {
+        let record = SectionItem(id: context.nextID(), userId: userId, section: section, itemId: itemId, item: item, expiresAt: expiresAt)
+        context.emit(.sectionItem(record), to: Topics.sections)
+    }
+
+    mutating func emitEvent(_ event: String, _ properties: JSONObject) {
+        let record = RetentionEvent(id: context.nextID(), userId: userId, event: event, properties: properties)
+        context.emit(.retentionEvent(record), to: Topics.retentionEvents)
+    }
+
+    /// P-EVT-1 `retention.churn_signal_detected`.
+    mutating func emitChurnSignal(_ signal: String) {
+        var properties: JSONObject = ["signal_type": .string(signal)]
+        if let age = userAgeDays { properties["user_age_days"] = .int(Int64(age)) }
+        emitEvent("retention.churn_signal_detected", properties)
+    }
+
+    // MARK: Housekeeping
+
+    /// Drops memory that no rule can read any more, so state stays bounded.
+    mutating func prune() {
+        state.memory.forget(before: now - profile.idempotency.remember)
+        let horizon = now - profile.historyHorizon
+        if let first = state.recent.first, first.at < horizon { state.recent.removeAll { $0.at < horizon } }
+        let dismissalHorizon = now - profile.cooldown.within
+        if let first = state.dismissals.first, first.at < dismissalHorizon { state.dismissals.removeAll { $0.at < dismissalHorizon } }
+        if !state.cooldownUntil.isEmpty { state.cooldownUntil = state.cooldownUntil.filter { $0.value > now } }
+        if let day = state.day, day.day < today { state.day = nil }
+        let year = zone.localDate(at: now).year
+        if state.keyedCaps.contains(where: { $0.period != 0 && $0.period < year }) {
+            state.keyedCaps.removeAll { $0.period != 0 && $0.period < year }
+        }
+    }
+}
+
+extension PolicyProfile {
+    /// How far back delivery history must reach: the longest window a rule reads
+    /// (duplicate content, cool-down rate, weekly caps, minimum intervals).
+    func computeHistoryHorizon() -> TimeSpan {
+        var longest = max(duplicateContent.window, cooldown.per)
+        for type in catalog.values {
+            if type.caps.perWeek != nil { longest = max(longest, .days(7)) }
+            if let interval = type.caps.minInterval { longest = max(longest, interval) }
+        }
+        return longest
+    }
+}

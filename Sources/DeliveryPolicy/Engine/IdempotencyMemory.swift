@@ -1,0 +1,97 @@
+import DequeModule
+import Foundation
+import FleetModel
+
+/// The input ids a user's state has seen recently (P-IDEM-1), oldest first.
+///
+/// Why a bounded window is enough: a second copy of an input only reaches the inbox when a
+/// producer (an upstream worker, the delivery ingest) re-sends its uncommitted tail after a
+/// failure, and it can only re-send what its own input topic still retains. Keeping ids for
+/// the profile's `idempotency.remember_days` (rin: 7, Kafka's default retention) therefore
+/// covers every copy that can exist. Crash recovery and replay of the inbox itself need no
+/// memory at all: they restart from the state recorded at that input offset, which holds
+/// exactly the ids decided before it.
+///
+/// Ids are kept as 64-bit FNV-1a hashes with the minute they were seen: 12 bytes each instead
+/// of the ~30-byte id. Two distinct ids of one user colliding within a week has probability
+/// about n²/2⁶⁵ (n = ids per user per week: 10⁻¹³ at n = 1 000), which would drop one input.
+struct IdempotencyMemory: Hashable, Sendable {
+    private(set) var entries: Deque<Entry> = []
+
+    struct Entry: Hashable, Sendable {
+        var hash: UInt64
+        var minute: UInt32  // minutes since the epoch
+    }
+
+    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
+
+    func contains(_ id: String) -> Bool {
+        let h = Self.hash(id)
+        return entries.contains { $0.hash == h }
+    }
+
+    mutating func remember(_ id: String, at time: Timestamp) {
+        entries.append(Entry(hash: Self.hash(id), minute: Self.minute(time)))
+    }
+
+    /// Forgets ids seen before `cutoff`.
+    mutating func forget(before cutoff: Timestamp) {
+        let limit = Self.minute(cutoff)
+        while let first = entries.first, first.minute < limit { entries.removeFirst() }
+    }
+
+    /// The time the oldest id will be forgotten, given the window.
+    func oldest() -> Timestamp? {
+        entries.first.map { Timestamp(millisecondsSinceEpoch: Int64($0.minute) * 60_000) }
+    }
+
+    static func minute(_ t: Timestamp) -> UInt32 {
+        UInt32(clamping: max(0, t.millisecondsSinceEpoch / 60_000))
+    }
+
+    /// FNV-1a, 64 bit: stable across processes and platforms (unlike `Hasher`).
+    static func hash(_ text: String) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            h ^= UInt64(byte)
+            h = h &* 0x0000_0100_0000_01b3
+        }
+        return h
+    }
+}
+
+extension IdempotencyMemory: Codable {
+    /// Packed as base64 of 12 bytes per id (hash, minute; little-endian).
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        let text = try c.decode(String.self)
+        guard let data = Data(base64Encoded: text), data.count % 12 == 0 else {
+            throw DecodingError.dataCorruptedError(in: c, debugDescription: "idempotency memory is not packed base64")
+        }
+        let bytes = [UInt8](data)
+        var entries: Deque<Entry> = []
+        entries.reserveCapacity(bytes.count / 12)
+        var i = 0
+        while i < bytes.count {
+            var h: UInt64 = 0
+            for k in 0..<8 { h |= UInt64(bytes[i + k]) << (8 * UInt64(k)) }
+            var m: UInt32 = 0
+            for k in 0..<4 { m |= UInt32(bytes[i + 8 + k]) << (8 * UInt32(k)) }
+            entries.append(Entry(hash: h, minute: m))
+            i += 12
+        }
+        self.entries = entries
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(entries.count * 12)
+        for entry in entries {
+            for k in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: entry.hash >> (8 * UInt64(k)))) }
+            for k in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: entry.minute >> (8 * UInt32(k)))) }
+        }
+        var c = encoder.singleValueContainer()
+        try c.encode(Data(bytes).base64EncodedString())
+    }
+}

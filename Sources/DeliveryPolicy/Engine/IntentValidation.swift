@@ -1,0 +1,77 @@
+import FleetModel
+
+/// Checks an intent against the profile's catalog before it touches any state (P-CAT-1):
+/// unknown or engine-only types, a category that disagrees with the catalog, and `data` that
+/// lacks what the type's copy and deep link need are rejected with an operator-readable error
+/// and dead-lettered by the runtime. Nothing is guessed.
+enum IntentValidation {
+    static func validate(_ intent: Intent, profile: PolicyProfile) throws(RecordError) -> PolicyProfile.NotificationType {
+        guard let type = profile.catalog[intent.notification] else {
+            throw RecordError("unknown notification type '\(intent.notification)' (P-CAT-1: not in the '\(profile.name)' catalog)")
+        }
+        if type.generated {
+            throw RecordError("notification type '\(intent.notification)' is made by the delivery worker itself and cannot be requested")
+        }
+        if intent.category != type.category {
+            throw RecordError("field 'category' is '\(intent.category)', but '\(intent.notification)' is in category '\(type.category)'")
+        }
+        let data = intent.data
+        func scalar(_ field: String) throws(RecordError) {
+            switch data[field] {
+            case .string(let s)?: if s.isEmpty { throw RecordError("field 'data.\(field)' must not be empty") }
+            case .int?, .double?, .bool?: break
+            default: throw RecordError("missing required field 'data.\(field)' (\(intent.notification) needs it)")
+            }
+        }
+        func integer(_ field: String, required: Bool) throws(RecordError) {
+            guard let value = data[field] else {
+                if required { throw RecordError("missing required field 'data.\(field)' (\(intent.notification) needs it)") }
+                return
+            }
+            guard let n = value.intValue, n >= 0 else { throw RecordError("field 'data.\(field)' must be a whole number of 0 or more") }
+        }
+        func strings(_ field: String, required: Bool) throws(RecordError) {
+            guard let value = data[field] else {
+                if required { throw RecordError("missing required field 'data.\(field)' (\(intent.notification) needs it)") }
+                return
+            }
+            guard let array = value.arrayValue, array.allSatisfy({ $0.stringValue?.isEmpty == false }) else {
+                throw RecordError("field 'data.\(field)' must be a list of non-empty strings")
+            }
+            if required && array.isEmpty { throw RecordError("field 'data.\(field)' must not be empty") }
+        }
+
+        var computed: Set<String> = []
+        switch type.merge {
+        case .first, .latest:
+            for field in type.copy["one"]?.placeholders.sorted() ?? [] { try scalar(field) }
+        case .sumCount:
+            try integer("count", required: true)
+            try strings("contact_ids", required: false)
+            computed = ["count"]
+        case .names:
+            try strings("names", required: true)
+            try strings("contact_ids", required: false)
+            computed = ["name", "others"]
+        case .scoreChange:
+            try integer("new", required: true)
+            try integer("old", required: false)
+            computed = ["new", "old", "delta", "score"]
+        case .contactReminders:
+            try scalar("contact_name")
+            computed = ["name", "note", "second", "others"]
+        }
+        let links = [type.deepLink, type.deepLinkMerged, type.title].compactMap { $0 }
+        for field in Set(links.flatMap(\.placeholders)).subtracting(computed).sorted() {
+            if field == "contact_id", data["contact_id"] == nil {
+                guard let ids = data["contact_ids"]?.arrayValue, !ids.isEmpty else {
+                    throw RecordError("missing required field 'data.contact_ids' (\(intent.notification)'s deep link needs a contact)")
+                }
+                continue
+            }
+            try scalar(field)
+        }
+        if let key = type.caps.perKey?.field { try scalar(key) }
+        return type
+    }
+}

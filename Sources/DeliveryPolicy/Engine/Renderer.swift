@@ -1,0 +1,112 @@
+import FleetModel
+
+/// A notification's user-facing text and link.
+struct RenderedNotification: Hashable, Sendable {
+    var type: String
+    var title: String
+    var body: String
+    var deepLink: String
+}
+
+/// Renders intents of one type into one notification with the type's merge rule (P-COAL-1)
+/// and the profile's copy (P-CAT-2 deep links).
+enum Renderer {
+    /// Nil when the merged intents have nothing to say (a score that moved and came back).
+    static func render(_ type: PolicyProfile.NotificationType, _ intents: [PendingIntent]) -> RenderedNotification? {
+        guard let first = intents.first, let last = intents.last else { return nil }
+        var values = scalars(of: first.data)
+        var subjects = 1
+        let variant: String
+        switch type.merge {
+        case .first:
+            variant = "one"
+        case .latest:
+            values = scalars(of: last.data)
+            variant = "one"
+        case .sumCount:
+            let total = intents.reduce(Int64(0)) { $0 + ($1.data["count"]?.intValue ?? 0) }
+            values["count"] = String(total)
+            subjects = addContacts(intents, to: &values)
+            variant = "one"
+        case .names:
+            let names = intents.flatMap { ($0.data["names"]?.arrayValue ?? []).compactMap(\.stringValue) }
+            values["name"] = names.first ?? ""
+            values["others"] = String(max(0, names.count - 1))
+            subjects = max(names.count, addContacts(intents, to: &values))
+            variant = names.count == 1 ? "one" : "many"
+        case .scoreChange:
+            guard let new = last.data["new"]?.intValue else { return nil }
+            values["new"] = String(new)
+            values["score"] = String(new)
+            if let label = last.data["label"]?.stringValue { values["label"] = label }
+            if let old = first.data["old"]?.intValue {
+                let delta = new - old
+                if delta == 0 { return nil }
+                values["old"] = String(old)
+                values["delta"] = delta > 0 ? "+\(delta)" : String(delta)
+                variant = delta > 0 ? "up" : "down"
+            } else {
+                variant = "first"
+            }
+        case .contactReminders:
+            var names: [String] = []
+            for intent in intents {
+                if let name = intent.data["contact_name"]?.stringValue, !names.contains(name) { names.append(name) }
+            }
+            values["name"] = names.first ?? ""
+            subjects = names.count
+            switch names.count {
+            case 1:
+                let note = first.data["note"]?.stringValue ?? ""
+                values["note"] = note
+                variant = note.isEmpty && type.copy["one_without_note"] != nil ? "one_without_note" : "one"
+            case 2:
+                values["second"] = names[1]
+                variant = "two"
+            default:
+                values["others"] = String(names.count - 1)
+                variant = "many"
+            }
+        }
+        guard let template = type.copy[variant] else { return nil }
+        let link = subjects > 1 ? (type.deepLinkMerged ?? type.deepLink) : type.deepLink
+        return RenderedNotification(
+            type: type.name, title: type.title.render(values), body: template.render(values), deepLink: link.render(values))
+    }
+
+    /// Renders a notification the engine makes itself (digest, lapse tiers).
+    static func renderGenerated(_ type: PolicyProfile.NotificationType, variant: String, values: [String: String]) -> RenderedNotification? {
+        guard let template = type.copy[variant] else { return nil }
+        return RenderedNotification(
+            type: type.name, title: type.title.render(values), body: template.render(values), deepLink: type.deepLink.render(values))
+    }
+
+    /// `contact_ids` of all intents, in order: `{contact_id}` is the first; returns how many
+    /// distinct contacts there are.
+    private static func addContacts(_ intents: [PendingIntent], to values: inout [String: String]) -> Int {
+        var ids: [String] = []
+        for intent in intents {
+            for id in (intent.data["contact_ids"]?.arrayValue ?? []).compactMap(\.stringValue) where !ids.contains(id) {
+                ids.append(id)
+            }
+        }
+        if let first = ids.first, values["contact_id"] == nil { values["contact_id"] = first }
+        return ids.count
+    }
+
+    /// The scalar fields of `data` as text, for `{field}` placeholders.
+    static func scalars(of data: JSONObject) -> [String: String] {
+        var out: [String: String] = [:]
+        out.reserveCapacity(data.count)
+        for (key, value) in data {
+            switch value {
+            case .string(let s): out[key] = s
+            case .int(let i): out[key] = String(i)
+            case .bool(let b): out[key] = b ? "true" : "false"
+            case .double(let d): out[key] = d.rounded() == d && abs(d) < 1e15 ? String(Int64(d)) : String(d)
+            case .null, .array, .object: break
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,78 @@
+/// A line of notification copy with placeholders, parsed once when the profile loads.
+///
+/// Syntax: `{name}` inserts a value; `{name|singular|plural}` picks a word by whether the
+/// integer value of `name` is 1, so "1 possible duplicate found." and "3 possible duplicates
+/// found." come from one template. Copy lives in the profile (P-PROF-1), never in code.
+public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
+    enum Segment: Hashable, Sendable {
+        case text(String)
+        case value(String)
+        case plural(key: String, one: String, other: String)
+    }
+
+    let segments: [Segment]
+    /// The template as written in the profile.
+    public let source: String
+    /// Every placeholder name the template reads.
+    public let placeholders: Set<String>
+
+    /// Parses `source`; the error text says what is wrong (the caller adds the field path).
+    public init(parsing source: String) throws(TemplateSyntaxError) {
+        var segments: [Segment] = []
+        var names: Set<String> = []
+        var literal = ""
+        var index = source.startIndex
+        while index < source.endIndex {
+            let character = source[index]
+            if character == "}" { throw TemplateSyntaxError("unmatched '}'") }
+            guard character == "{" else {
+                literal.append(character)
+                index = source.index(after: index)
+                continue
+            }
+            guard let close = source[index...].firstIndex(of: "}") else { throw TemplateSyntaxError("unclosed '{'") }
+            let body = source[source.index(after: index)..<close]
+            if body.contains("{") { throw TemplateSyntaxError("nested '{'") }
+            let parts = body.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+            guard let key = parts.first, !key.isEmpty, key.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+                throw TemplateSyntaxError("placeholder '{\(body)}' needs a name of letters, digits and '_'")
+            }
+            if !literal.isEmpty { segments.append(.text(literal)); literal = "" }
+            switch parts.count {
+            case 1: segments.append(.value(key))
+            case 3: segments.append(.plural(key: key, one: parts[1], other: parts[2]))
+            default: throw TemplateSyntaxError("placeholder '{\(body)}' must be {name} or {name|singular|plural}")
+            }
+            names.insert(key)
+            index = source.index(after: close)
+        }
+        if !literal.isEmpty { segments.append(.text(literal)) }
+        self.segments = segments
+        self.source = source
+        self.placeholders = names
+    }
+
+    /// Fills the placeholders from `values`. Callers check `placeholders` against what they
+    /// can provide before rendering (the profile loader and intent validation do), so a missing
+    /// value cannot reach a user; it renders empty rather than trapping.
+    public func render(_ values: [String: String]) -> String {
+        var out = ""
+        for segment in segments {
+            switch segment {
+            case .text(let text): out += text
+            case .value(let key): out += values[key] ?? ""
+            case .plural(let key, let one, let other):
+                let n = values[key].flatMap { Int($0) }
+                out += (n == 1 || n == -1) ? one : other
+            }
+        }
+        return out
+    }
+
+    public var description: String { source }
+}
+
+public struct TemplateSyntaxError: Error, Hashable, Sendable {
+    public var message: String
+    init(_ message: String) { self.message = message }
+}
