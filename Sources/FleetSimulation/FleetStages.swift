@@ -1,4 +1,6 @@
 public import FleetModel
+import DeliveryPolicy
+import UpstreamProcessors
 import Foundation
 
 /// The five workers of DESIGN.md as simulation stages, in the order their timers win ties:
@@ -59,17 +61,17 @@ public enum ProfileChoice: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension Simulator {
-    /// The whole fleet with `profile`, as `fleetctl simulate` runs it.
-    ///
-    /// Plug point: the processors live in DeliveryPolicy (`DeliveryEngine`, loaded from
-    /// `PolicyProfile.shipped(_:)` / `PolicyProfile.load(contentsOf:)`) and UpstreamProcessors
-    /// (`ScoreProcessor`, `SyncProcessor`, `ReminderProcessor`, `AccessProcessor`). This build
-    /// contains none of them, so it has no stages: the profile is resolved and checked, and every
-    /// input line is refused with `SimulationError.unknownTopic`, which says the fleet has no
-    /// worker stages. Once the modules provide them, this body becomes
-    /// `Simulator(stages: FleetStages.stages(score:sync:reminder:access:delivery:deliveryZone:))`
-    /// with the profile loaded here.
-    public static func fleet(profile: ProfileChoice) throws(SimulationError) -> Simulator {
-        try Simulator(stages: [])
+    /// The whole fleet with `profile`, as `fleetctl simulate` runs it: the four upstream
+    /// processors and the delivery engine, all configured from the one profile file.
+    public static func fleet(profile choice: ProfileChoice) throws(SimulationError) -> Simulator {
+        try fleet(profile: FleetProfile(choice))
+    }
+
+    public static func fleet(profile: FleetProfile) throws(SimulationError) -> Simulator {
+        let upstream = UpstreamProcessors(settings: profile.upstream)
+        return try Simulator(stages: FleetStages.stages(
+            score: upstream.score, sync: upstream.sync, reminder: upstream.reminder, access: upstream.access,
+            delivery: DeliveryEngine(profile: profile.delivery),
+            deliveryZone: { $0.timeZone }))
     }
 }
