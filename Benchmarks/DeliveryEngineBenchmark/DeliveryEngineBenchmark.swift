@@ -15,7 +15,11 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark(
         "DeliveryEngine mixed traffic",
         configuration: .init(
-            metrics: [.wallClock, .mallocCountTotal, .custom("decisions/s", polarity: .prefersLarger, useScalingFactor: false)],
+            metrics: [
+                .wallClock, .mallocCountTotal, .custom("decisions/s", polarity: .prefersLarger, useScalingFactor: false),
+                .custom("records/s", polarity: .prefersLarger, useScalingFactor: false),
+                .custom("decisions", polarity: .prefersLarger, useScalingFactor: false),
+            ],
             scalingFactor: .one, maxDuration: .seconds(20), maxIterations: 10)
     ) { benchmark in
         let clock = ContinuousClock()
@@ -26,6 +30,8 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.stopMeasurement()
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         benchmark.measurement(.custom("decisions/s", polarity: .prefersLarger, useScalingFactor: false), Int(Double(result.decisions) / seconds))
+        benchmark.measurement(.custom("records/s", polarity: .prefersLarger, useScalingFactor: false), Int(Double(result.records) / seconds))
+        benchmark.measurement(.custom("decisions", polarity: .prefersLarger, useScalingFactor: false), result.decisions)
         blackHole(result)
     }
 
@@ -35,7 +41,7 @@ let benchmarks: @Sendable () -> Void = {
             metrics: [.custom("idle user bytes (median)"), .custom("idle user bytes (max)"), .custom("busy user bytes (max)")],
             scalingFactor: .one, maxIterations: 1)
     ) { benchmark in
-        let result = workload.run()
+        let result = workload.run(measuringState: true)
         let idle = result.idleBytes.sorted()
         benchmark.measurement(.custom("idle user bytes (median)"), idle.isEmpty ? 0 : idle[idle.count / 2])
         benchmark.measurement(.custom("idle user bytes (max)"), idle.last ?? 0)
@@ -63,7 +69,9 @@ struct Workload: Sendable {
     let busy: Set<Int>
     let end: Timestamp
 
-    func run() -> Result {
+    /// Feeds the whole workload from fresh states; with `measuringState`, also serialises every
+    /// final state (outside the decisions/s measurement).
+    func run(measuringState: Bool = false) -> Result {
         var states = (0..<users).map { engine.initialState(userId: "u\($0)") }
         var result = Result()
         var offset: Int64 = 0
@@ -88,7 +96,7 @@ struct Workload: Sendable {
             var ids = OutputIDs(origin: SourceCoordinates(topic: "end", partition: 0, offset: Int64(user)))
             step(user, until: end, ids: &ids)
         }
-        for user in 0..<users {
+        for user in 0..<users where measuringState {
             let bytes = states[user].serialized().count
             if busy.contains(user) { result.busyBytes.append(bytes) } else { result.idleBytes.append(bytes) }
         }
