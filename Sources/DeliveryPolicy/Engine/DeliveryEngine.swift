@@ -54,7 +54,9 @@ public struct DeliveryEngine: UserProcessor {
         var step = EngineStep(profile: profile, state: DeliveryState(), context: ProcessingContext(now: context.now, userId: context.userId, ids: context.ids))
         swap(&step.state, &state)
         swap(&step.context, &context)
+        step.refreshLocalTime()
         body(&step)
+        step.finish()
         swap(&step.state, &state)
         swap(&step.context, &context)
     }

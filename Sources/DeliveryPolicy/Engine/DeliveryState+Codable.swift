@@ -7,7 +7,7 @@ extension DeliveryState: Codable {
         case disabledCategories = "dc", signedUpAt = "su", lastOpenAt = "lo", lastActionAt = "la", streak = "st"
         case lapse = "lp", lastScore = "ls", lastDeliveredCategory = "lc", sinceOpen = "so", topPending = "tp"
         case day = "d", recent = "r", keyedCaps = "k", lifetime = "lt", dismissals = "ds", cooldownUntil = "cu"
-        case pending = "pe", memory = "m"
+        case pending = "pe", memory = "m", lapseDueAt = "w"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -35,6 +35,7 @@ extension DeliveryState: Codable {
         dismissals = try c.decodeIfPresent([Dismissal].self, forKey: .dismissals) ?? []
         cooldownUntil = try c.decodeIfPresent([String: Millis].self, forKey: .cooldownUntil)?.mapValues(\.timestamp) ?? [:]
         pending = try c.decodeIfPresent([Candidate].self, forKey: .pending) ?? []
+        lapseDueAt = try c.decodeIfPresent(Millis.self, forKey: .lapseDueAt)?.timestamp
         memory = try c.decodeIfPresent(IdempotencyMemory.self, forKey: .memory) ?? IdempotencyMemory()
     }
 
@@ -65,6 +66,7 @@ extension DeliveryState: Codable {
         if !dismissals.isEmpty { try c.encode(dismissals, forKey: .dismissals) }
         if !cooldownUntil.isEmpty { try c.encode(cooldownUntil.mapValues(Millis.init), forKey: .cooldownUntil) }
         if !pending.isEmpty { try c.encode(pending, forKey: .pending) }
+        try c.encodeIfPresent(lapseDueAt.map(Millis.init), forKey: .lapseDueAt)
         if !memory.isEmpty { try c.encode(memory, forKey: .memory) }
     }
 }

@@ -39,6 +39,8 @@ public struct DeliveryState: Hashable, Sendable {
 
     // Timers
     var pending: [Candidate] = []
+    /// The next lapse trigger (§7 tiers, §9.1 no action), cached at the end of every step.
+    var lapseDueAt: Timestamp?
 
     // P-IDEM-1
     var memory = IdempotencyMemory()

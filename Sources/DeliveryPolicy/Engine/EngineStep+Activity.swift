@@ -54,6 +54,7 @@ extension EngineStep {
 
     private mutating func signedUp(_ signup: UserSignedUp) {
         state.zone = signup.timeZone == .utc ? nil : signup.timeZone
+        refreshLocalTime()
         if state.signedUpAt == nil { state.signedUpAt = now }
         // Sign-up counts as an open (§5) and starts the "no intentional action" clock.
         if state.lastOpenAt == nil { state.lastOpenAt = now }
@@ -72,7 +73,10 @@ extension EngineStep {
     }
 
     private mutating func settingsChanged(_ settings: SettingsChanged) {
-        if let zone = settings.timeZone { state.zone = zone == .utc ? nil : zone }
+        if let zone = settings.timeZone {
+            state.zone = zone == .utc ? nil : zone
+            refreshLocalTime()
+        }
         if let q = settings.quietHours {
             let isDefault = q.start == profile.quietHours.start && q.end == profile.quietHours.end
             state.quietHours = isDefault ? nil : q

@@ -26,7 +26,7 @@ extension EngineStep {
 
     /// The next digest time: the next local day at `digest.time`, or the next `weekday` at it.
     private func digestDue() -> Timestamp {
-        let date = zone.localDate(at: now)
+        let date = localNow.date
         switch profile.digest.schedule {
         case .nextDay:
             return zone.instant(for: LocalDateTime(date: date.adding(days: 1), time: profile.digest.time))
@@ -54,7 +54,7 @@ extension EngineStep {
         let email = candidate.kind == .dormantEmail
         if email ? !state.emailOptIn : pushBlocked { return nil }
         if candidate.kind == .digest && (inQuietMode || isDormant) { return nil }
-        if !email, let end = quietHours.end(containing: now, in: zone) {
+        if !email, let end = quietHours.end(containing: now, local: localNow, in: zone) {
             candidate.phase = .deferred
             candidate.until = end
             candidate.dueAt = end

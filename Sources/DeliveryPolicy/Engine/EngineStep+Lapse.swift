@@ -12,7 +12,7 @@ extension EngineStep {
     /// P-LAP-6 (lapse ends), P-WB-1/2 (welcome back, totals reset), P-EVT-2 (streak),
     /// P-BUD-5 (a pending digest is skipped once the user opened the app).
     mutating func appOpened(_ open: AppOpened) {
-        let todayDate = zone.localDate(at: now)
+        let todayDate = localNow.date
         let daysAway = state.lastOpenAt.map { zone.localDate(at: $0).days(until: todayDate) }
 
         if let since = state.lapse.quietSince {
@@ -130,6 +130,7 @@ extension EngineStep {
 
     /// Fires every lapse trigger due by now, in time order.
     mutating func fireLapseTriggers() {
+        guard let due = state.lapseDueAt, due <= now else { return }
         while let next = Self.lapseTriggers(state, profile: profile).filter({ $0.at <= now }).min(by: { ($0.at, $0.trigger.rawValue) < ($1.at, $1.trigger.rawValue) }) {
             fire(next.trigger)
         }
@@ -142,7 +143,7 @@ extension EngineStep {
             // P-LAP-2: quiet mode, churn signal, and one summary (or the top pending notification).
             state.lapse.mark(.quietMode)
             state.lapse.quietSince = now
-            let daysInactive = state.lastOpenAt.map { zone.localDate(at: $0).days(until: zone.localDate(at: now)) } ?? lapse.quietModeDays
+            let daysInactive = state.lastOpenAt.map { zone.localDate(at: $0).days(until: localNow.date) } ?? lapse.quietModeDays
             emitEvent("retention.quiet_mode_entered", [
                 "days_inactive": .int(Int64(daysInactive)),
                 "last_notification_category": state.lastDeliveredCategory.map(JSONValue.string) ?? .null,
@@ -194,7 +195,7 @@ extension EngineStep {
 
     static func nextWakeUp(_ state: DeliveryState, profile: PolicyProfile) -> Timestamp? {
         let pending = state.pending.lazy.map(\.dueAt).min()
-        let lapse = lapseTriggers(state, profile: profile).map(\.at).min()
+        let lapse = state.lapseDueAt
         switch (pending, lapse) {
         case let (p?, l?): return min(p, l)
         case let (p?, nil): return p

@@ -74,7 +74,7 @@ extension EngineStep {
 
         // P-DND-1: deferred to the end of quiet hours, unless the user scheduled it inside them.
         var exemptFromQuietHours = false
-        if let end = quietHours.end(containing: now, in: zone) {
+        if let end = quietHours.end(containing: now, local: localNow, in: zone) {
             if isUserScheduledInsideQuietHours(type, primary) {
                 exemptFromQuietHours = true
             } else {
@@ -173,7 +173,7 @@ extension EngineStep {
             return Verdict(reason: "quiet_mode", rule: "P-LAP-3")
         }
         if profile.weekendPause.onByDefault && type.userCanDisable
-            && profile.weekendPause.days.contains(zone.localDate(at: now).isoWeekday)
+            && profile.weekendPause.days.contains(localNow.date.isoWeekday)
         {
             return Verdict(reason: "weekend_pause", rule: "P-PROF-1")
         }
@@ -255,7 +255,7 @@ extension EngineStep {
     // MARK: Per-key caps
 
     private func keyPeriod(_ period: PolicyProfile.Caps.PerKey.Period) -> Int {
-        period == .year ? zone.localDate(at: now).year : 0
+        period == .year ? localNow.date.year : 0
     }
 
     private func keyHash(_ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> UInt64 {

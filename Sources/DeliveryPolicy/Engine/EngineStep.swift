@@ -6,12 +6,30 @@ struct EngineStep {
     let profile: PolicyProfile
     var state: DeliveryState
     var context: ProcessingContext
+    /// The local wall clock at `now`, computed once per step (and again if the zone changes):
+    /// zone conversions are the most expensive thing the engine does.
+    var localNow: LocalDateTime
+
+    init(profile: PolicyProfile, state: DeliveryState, context: ProcessingContext) {
+        self.profile = profile
+        self.state = state
+        self.context = context
+        self.localNow = (state.zone ?? .utc).localDateTime(at: context.now)
+    }
+
+    mutating func refreshLocalTime() { localNow = zone.localDateTime(at: now) }
+
+    /// Called when the step is done: caches the next lapse trigger, so `nextWakeUp` (asked after
+    /// every record) needs no zone conversion.
+    mutating func finish() {
+        state.lapseDueAt = Self.lapseTriggers(state, profile: profile).map(\.at).min()
+    }
 
     var now: Timestamp { context.now }
     var userId: String { context.userId }
     /// P-TIME-1: the user's zone, UTC until one is known.
     var zone: Zone { state.zone ?? .utc }
-    var today: Int { zone.localDate(at: now).daysSinceEpoch }
+    var today: Int { localNow.date.daysSinceEpoch }
 
     var quietHours: QuietHoursWindow {
         if let q = state.quietHours { return QuietHoursWindow(start: q.start, end: q.end) }
@@ -39,7 +57,7 @@ struct EngineStep {
 
     /// Local days since sign-up, when it is known (`user_age_days`).
     var userAgeDays: Int? {
-        state.signedUpAt.map { zone.localDate(at: $0).days(until: zone.localDate(at: now)) }
+        state.signedUpAt.map { zone.localDate(at: $0).days(until: localNow.date) }
     }
 
     // MARK: Outputs
@@ -89,7 +107,7 @@ struct EngineStep {
         if let first = state.dismissals.first, first.at < dismissalHorizon { state.dismissals.removeAll { $0.at < dismissalHorizon } }
         if !state.cooldownUntil.isEmpty { state.cooldownUntil = state.cooldownUntil.filter { $0.value > now } }
         if let day = state.day, day.day < today { state.day = nil }
-        let year = zone.localDate(at: now).year
+        let year = localNow.date.year
         if state.keyedCaps.contains(where: { $0.period != 0 && $0.period < year }) {
             state.keyedCaps.removeAll { $0.period != 0 && $0.period < year }
         }

@@ -19,7 +19,11 @@ struct QuietHoursWindow: Hashable, Sendable {
 
     /// The instant the quiet hours around `instant` end, or nil when `instant` is not inside them.
     func end(containing instant: Timestamp, in zone: Zone) -> Timestamp? {
-        let local = zone.localDateTime(at: instant)
+        end(containing: instant, local: zone.localDateTime(at: instant), in: zone)
+    }
+
+    /// As above, with the local time at `instant` already known.
+    func end(containing instant: Timestamp, local: LocalDateTime, in zone: Zone) -> Timestamp? {
         guard contains(local.time) else { return nil }
         let s = start.minuteOfDay, m = local.time.minuteOfDay
         // Spanning midnight and before it: the end is tomorrow.
