@@ -146,16 +146,19 @@ import Testing
             """)
     }
 
-    @Test func aFleetWithoutStagesSaysSo() throws {
+    @Test func theFleetFoldsEveryExternalTopicAndBothInboxes() throws {
         let fleet = try Simulator.fleet(profile: .shipped("rin"))
-        #expect(fleet.consumedTopics.isEmpty)
-        #expect(throws: SimulationError.unknownTopic(line: 1, topic: "rin.app.activity", consumed: [])) {
-            try SimulationRun.run(Lines.signup("2026-03-02T07:00:00Z", "u1", zone: "UTC", id: "a1"), simulator: fleet)
+        #expect(fleet.consumedTopics == [
+            "rin.app.activity", "rin.contacts.sync-results", "rin.delivery.inbox", "rin.reminder.inbox",
+            "rin.reminders", "rin.score.batches", "rin.security.access-requests",
+        ])
+        #expect(throws: SimulationError.unknownTopic(line: 1, topic: "rin.notify.deliveries", consumed: fleet.consumedTopics)) {
+            try SimulationRun.run(
+                #"{"at":"2026-03-02T07:00:00Z","topic":"rin.notify.deliveries","key":"u1","value":{}}"#, simulator: fleet)
         }
-        #expect(SimulationError.unknownTopic(line: 1, topic: "t", consumed: []).description
-            == "line 1: no worker of the simulated fleet consumes topic 't'; this fleet has no worker stages")
         // An empty input is a valid run.
         #expect(try SimulationRun.run("", simulator: fleet) == "")
+        #expect(throws: SimulationError.self) { try Simulator.fleet(profile: .shipped("nope")) }
     }
 
     @Test func stagesMustNotShareATopicOrAName() {
