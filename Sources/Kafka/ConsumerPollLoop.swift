@@ -39,6 +39,7 @@ final class ConsumerPollLoop: @unchecked Sendable {
 
     init(handle: RdKafkaHandle, logger: Logger, maxBatchSize: Int) {
         self.handle = handle
+        // Non-nil because KafkaConsumer requires group.id (the queue belongs to the group).
         self.queue = RdKafkaHandle(raw: rd_kafka_queue_get_consumer(handle.raw)!)
         self.logger = logger
         self.maxBatchSize = maxBatchSize

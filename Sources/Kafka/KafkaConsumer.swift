@@ -24,11 +24,17 @@ public final class KafkaConsumer: Sendable {
     private let relay: RebalanceRelay
     private let closed = Atomic<Bool>(false)
 
-    /// Creates the consumer; it joins a group only on `subscribe`.
+    /// Creates the consumer; it joins its group only on `subscribe`.
+    ///
+    /// `groupId` is required even for consumers that only `assign` (librdkafka's consumer needs a
+    /// group for its queues and for offsets); give such readers their own group name.
     /// - Parameter maxBatchSize: most messages per batch handed to the application.
     public init(configuration: KafkaConfiguration, maxBatchSize: Int = 1000,
                 logger: Logger = Logger(label: "kafka.consumer")) throws(KafkaError) {
         guard maxBatchSize > 0 else { throw KafkaError.invalidArgument("maxBatchSize must be positive") }
+        guard let groupId = configuration.groupId, !groupId.isEmpty else {
+            throw KafkaError.invalidArgument("a consumer needs group.id")
+        }
         let properties = Self.defaultProperties.merging(configuration.properties) { _, given in given }
         let relay = RebalanceRelay()
         let conf = try makeRdKafkaConf(properties)

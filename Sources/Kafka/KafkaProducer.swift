@@ -36,10 +36,9 @@ public final class KafkaProducer: Sendable {
         let context = ProducerContext(logger: logger)
         let conf = try makeRdKafkaConf(properties)
         rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(context).toOpaque())
-        rd_kafka_conf_set_dr_msg_cb(conf) { _, message, _ in
+        rd_kafka_conf_set_dr_msg_cb(conf) { rk, message, _ in
             guard let message, let opaque = message.pointee._private else { return }
-            let err = message.pointee.err
-            let error: KafkaError? = err == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(err)
+            let error = KafkaProducer.deliveryError(rk, message.pointee.err)
             DeliveryBatch.deliver(opaque: opaque, partition: message.pointee.partition,
                                   offset: message.pointee.offset, error: error)
         }
@@ -67,6 +66,20 @@ public final class KafkaProducer: Sendable {
             pollThread.stopAndWaitBlocking()
             Self.purgeAndDestroy(handle)
         }
+    }
+
+    /// A delivery report's error. A record failed (or purged) because the producer hit a fatal
+    /// error — e.g. it was fenced — reports that fatal error, so `send` says why.
+    fileprivate static func deliveryError(_ rk: OpaquePointer?, _ err: rd_kafka_resp_err_t) -> KafkaError? {
+        guard err != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
+        if let rk {
+            var errstr = [CChar](repeating: 0, count: 512)
+            let fatal = rd_kafka_fatal_error(rk, &errstr, errstr.count)
+            if fatal != RD_KAFKA_RESP_ERR_NO_ERROR {
+                return KafkaError(fatal, detail: errorText(errstr), isFatal: true)
+            }
+        }
+        return KafkaError(err)
     }
 
     // MARK: Sending
