@@ -62,3 +62,28 @@ struct ConsumerGroupTests {
         }
     }
 }
+
+extension ConsumerGroupTests {
+    /// Newly assigned partitions can start paused (to restore state first), then be resumed.
+    @Test func newlyAssignedPartitionsStartPausedWhenAsked() async throws {
+        try await TestBroker.withTopics("paused", partitions: 2) { topics in
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration())
+            _ = try await producer.send((0..<6).map { ProducerRecord(topic: topics[0], key: "k\($0)", value: [UInt8($0)]) })
+            await producer.close()
+
+            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("paused")))
+            let assigned = MessageBuffer()
+            try consumer.subscribe(topics: [topics[0]], pauseNewlyAssigned: true) { event in
+                if event.kind == .assigned { _ = assigned.append(event.partitions.map { KafkaMessage(topic: $0.topic, partition: $0.partition, offset: -1, key: nil, value: nil, timestamp: nil, timestampType: nil) }) }
+            }
+            let whilePaused = try await TestBroker.collect(consumer, count: 1, timeout: .seconds(3))
+            #expect(whilePaused.isEmpty)
+            let partitions = assigned.messages.map(\.topicPartition)
+            #expect(partitions.count == 2)
+            try consumer.resume(partitions)
+            let afterResume = try await TestBroker.collect(consumer, count: 6)
+            #expect(afterResume.count == 6)
+            await consumer.close()
+        }
+    }
+}
