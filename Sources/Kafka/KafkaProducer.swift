@@ -25,7 +25,9 @@ public final class KafkaProducer: Sendable {
     private let handle: RdKafkaHandle
     private let pollThread: ServiceThread
     private let context: ProducerContext
-    private let closed = Atomic<Bool>(false)
+    /// Whether `close` began, and how many `send` calls are enqueueing right now: `close` waits for
+    /// those to finish so no record is enqueued after the poll thread stopped.
+    private let sendGate = Mutex<(closed: Bool, enqueueing: Int)>((false, 0))
     private let isTransactional: Bool
 
     /// Creates the producer. `configuration` needs `bootstrapServers`; `defaultProperties` fill
@@ -61,11 +63,14 @@ public final class KafkaProducer: Sendable {
         }
     }
 
+    /// Frees the handle. Without a prior `close`, undelivered records are dropped (no `send` can be
+    /// waiting: it would keep the producer alive).
     deinit {
-        if !closed.exchange(true, ordering: .acquiringAndReleasing) {
+        if !sendGate.withLock({ $0.closed }) {
             pollThread.stopAndWaitBlocking()
-            Self.purgeAndDestroy(handle)
+            Self.purge(handle)
         }
+        rd_kafka_destroy(handle.raw)
     }
 
     /// A delivery report's error. A record failed (or purged) because the producer hit a fatal
@@ -99,8 +104,13 @@ public final class KafkaProducer: Sendable {
     ///   without an error were delivered. Cancellation does not interrupt the wait (the records are
     ///   already in flight).
     public func send(_ records: [ProducerRecord]) async throws(KafkaError) -> [DeliveryReport] {
-        guard !closed.load(ordering: .acquiring) else { throw KafkaError.closed("producer") }
         if records.isEmpty { return [] }
+        let admitted = sendGate.withLock { gate in
+            if gate.closed { return false }
+            gate.enqueueing += 1
+            return true
+        }
+        guard admitted else { throw KafkaError.closed("producer") }
         let batch = DeliveryBatch(count: records.count)
         for (index, record) in records.enumerated() {
             var err = produce(record, opaque: batch.opaque(for: index))
@@ -113,6 +123,7 @@ public final class KafkaProducer: Sendable {
                 batch.refuse(index, error: KafkaError(err, detail: "produce to \(record.topic): \(String(cString: rd_kafka_err2str(err)))"))
             }
         }
+        sendGate.withLock { $0.enqueueing -= 1 }
         await batch.waitForAll()
         var reports: [DeliveryReport] = []
         reports.reserveCapacity(records.count)
@@ -147,25 +158,34 @@ public final class KafkaProducer: Sendable {
         }
     }
 
-    /// Flushes (at most `timeout`), fails whatever is still undelivered, and frees the producer.
-    /// Every pending `send` returns before `close` does.
+    /// Flushes (at most `timeout`; not for transactional producers, whose records belong to a
+    /// transaction to commit or abort first), fails whatever is still undelivered, and stops the
+    /// poll thread. Every pending `send` returns before `close` does; later calls fail.
+    /// The handle itself is freed when the producer is deinitialized.
     public func close(timeout: Duration = .seconds(30)) async {
-        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let first = sendGate.withLock { gate in
+            defer { gate.closed = true }
+            return !gate.closed
+        }
+        guard first else { return }
+        while sendGate.withLock({ $0.enqueueing }) > 0 {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
         let handle = handle
+        let isTransactional = isTransactional
         _ = try? await runBlocking("close") { () throws(KafkaError) in
-            if !self.isTransactional { _ = rd_kafka_flush(handle.raw, milliseconds(timeout)) }
+            if !isTransactional { _ = rd_kafka_flush(handle.raw, milliseconds(timeout)) }
+            Self.purge(handle)
         }
         await pollThread.stop()
-        _ = try? await runBlocking("destroy") { () throws(KafkaError) in Self.purgeAndDestroy(handle) }
     }
 
-    /// Fails every queued or in-flight record (their reports fire with `_PURGE_*`), serves those
-    /// reports so all senders resume, and destroys the handle.
-    private static func purgeAndDestroy(_ handle: RdKafkaHandle) {
+    /// Fails every queued or in-flight record and serves their reports (`_PURGE_*` errors), so
+    /// every waiting `send` resumes.
+    private static func purge(_ handle: RdKafkaHandle) {
         _ = rd_kafka_purge(handle.raw, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
         _ = rd_kafka_flush(handle.raw, 1000)
         rd_kafka_poll(handle.raw, 0)
-        rd_kafka_destroy(handle.raw)
     }
 
     // MARK: Transactions
