@@ -1,6 +1,7 @@
 #ifndef CRDKAFKA_SHIM_H
 #define CRDKAFKA_SHIM_H
 #include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
 
 /*
  * rd_kafka_producev is variadic and therefore not callable from Swift. This

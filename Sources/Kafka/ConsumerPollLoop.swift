@@ -37,11 +37,23 @@ final class ConsumerPollLoop: @unchecked Sendable {
     let logger: Logger
     let maxBatchSize: Int
 
-    init(handle: RdKafkaHandle, logger: Logger, maxBatchSize: Int) {
+    /// Kept alive as long as the handle, whose callbacks reach this loop through it.
+    private let relay: RebalanceRelay
+
+    /// Takes ownership of `handle`, which is freed when the loop is deinitialized — after its
+    /// thread ended, and after every `KafkaConsumer` method using the handle has returned.
+    init(handle: RdKafkaHandle, relay: RebalanceRelay, logger: Logger, maxBatchSize: Int) {
         self.handle = handle
+        self.relay = relay
+        // Non-nil because KafkaConsumer requires group.id (the queue belongs to the group).
         self.queue = RdKafkaHandle(raw: rd_kafka_queue_get_consumer(handle.raw)!)
         self.logger = logger
         self.maxBatchSize = maxBatchSize
+    }
+
+    deinit {
+        rd_kafka_queue_destroy(queue.raw)
+        rd_kafka_destroy(handle.raw)
     }
 
     func start() {
@@ -90,8 +102,16 @@ final class ConsumerPollLoop: @unchecked Sendable {
         }
     }
 
-    /// Ends iteration, leaves the group (running the handler for the final revocation) and frees
-    /// the handle. Returns when all of that is done.
+    /// Asks the poll thread to close without waiting (for `KafkaConsumer.deinit`).
+    func requestClose() {
+        condition.withLock {
+            closeRequested = true
+            condition.broadcast()
+        }
+    }
+
+    /// Ends iteration and leaves the group (running the handler for the final revocation).
+    /// Returns when that is done.
     func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             condition.lock()
@@ -224,8 +244,6 @@ final class ConsumerPollLoop: @unchecked Sendable {
         if closeError != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("consumer close", metadata: ["error": "\(String(cString: rd_kafka_err2str(closeError)))"])
         }
-        rd_kafka_queue_destroy(queue.raw)
-        rd_kafka_destroy(handle.raw)
         condition.lock()
         finished = true
         let pending = waiter

@@ -1,6 +1,5 @@
 import CRdKafka
 public import Logging
-import Synchronization
 
 /// A Kafka consumer, normally in a consumer group (`subscribe`), or on explicit partitions (`assign`).
 ///
@@ -19,16 +18,21 @@ public final class KafkaConsumer: Sendable {
         "auto.offset.reset": "earliest",
     ]
 
+    /// Owned by `loop` (freed when the loop goes away, which this object prevents while it exists).
     private let handle: RdKafkaHandle
     private let loop: ConsumerPollLoop
-    private let relay: RebalanceRelay
-    private let closed = Atomic<Bool>(false)
 
-    /// Creates the consumer; it joins a group only on `subscribe`.
+    /// Creates the consumer; it joins its group only on `subscribe`.
+    ///
+    /// `groupId` is required even for consumers that only `assign` (librdkafka's consumer needs a
+    /// group for its queues and for offsets); give such readers their own group name.
     /// - Parameter maxBatchSize: most messages per batch handed to the application.
     public init(configuration: KafkaConfiguration, maxBatchSize: Int = 1000,
                 logger: Logger = Logger(label: "kafka.consumer")) throws(KafkaError) {
         guard maxBatchSize > 0 else { throw KafkaError.invalidArgument("maxBatchSize must be positive") }
+        guard let groupId = configuration.groupId, !groupId.isEmpty else {
+            throw KafkaError.invalidArgument("a consumer needs group.id")
+        }
         let properties = Self.defaultProperties.merging(configuration.properties) { _, given in given }
         let relay = RebalanceRelay()
         let conf = try makeRdKafkaConf(properties)
@@ -40,21 +44,16 @@ public final class KafkaConsumer: Sendable {
         let raw = try makeRdKafkaHandle(RD_KAFKA_CONSUMER, conf: conf)
         rd_kafka_poll_set_consumer(raw)
         let handle = RdKafkaHandle(raw: raw)
-        let loop = ConsumerPollLoop(handle: handle, logger: logger, maxBatchSize: maxBatchSize)
+        let loop = ConsumerPollLoop(handle: handle, relay: relay, logger: logger, maxBatchSize: maxBatchSize)
         relay.loop = loop
         self.handle = handle
         self.loop = loop
-        self.relay = relay
         loop.start()
     }
 
+    /// Without an explicit `close`, the poll thread still leaves the group, then the handle is freed.
     deinit {
-        if !closed.load(ordering: .acquiring) {
-            // Without an explicit close the poll thread still leaves the group and frees the handle.
-            let loop = loop
-            let relay = relay
-            Task { await loop.close(); _ = relay }
-        }
+        loop.requestClose()
     }
 
     // MARK: Group membership
@@ -220,7 +219,6 @@ public final class KafkaConsumer: Sendable {
     /// Leaves the group (the rebalance handler sees the final revocation), ends the message
     /// sequences and frees the client. Commit what you processed first.
     public func close() async {
-        closed.store(true, ordering: .releasing)
         await loop.close()
     }
 }
@@ -228,8 +226,9 @@ public final class KafkaConsumer: Sendable {
 /// The rebalance callback's way to the poll loop: created before the handle (the callback opaque
 /// is fixed at creation) and pointed at the loop before the poll thread starts.
 final class RebalanceRelay: @unchecked Sendable {
-    /// Written once before the poll thread starts, read only on it afterwards.
-    var loop: ConsumerPollLoop?
+    /// Written once before the poll thread starts, read only on it afterwards. Weak: the loop
+    /// owns the relay.
+    weak var loop: ConsumerPollLoop?
 }
 
 /// `KafkaConsumer.messages`.

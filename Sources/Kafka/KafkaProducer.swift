@@ -25,7 +25,9 @@ public final class KafkaProducer: Sendable {
     private let handle: RdKafkaHandle
     private let pollThread: ServiceThread
     private let context: ProducerContext
-    private let closed = Atomic<Bool>(false)
+    /// Whether `close` began, and how many `send` calls are enqueueing right now: `close` waits for
+    /// those to finish so no record is enqueued after the poll thread stopped.
+    private let sendGate = Mutex<(closed: Bool, enqueueing: Int)>((false, 0))
     private let isTransactional: Bool
 
     /// Creates the producer. `configuration` needs `bootstrapServers`; `defaultProperties` fill
@@ -36,10 +38,9 @@ public final class KafkaProducer: Sendable {
         let context = ProducerContext(logger: logger)
         let conf = try makeRdKafkaConf(properties)
         rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(context).toOpaque())
-        rd_kafka_conf_set_dr_msg_cb(conf) { _, message, _ in
+        rd_kafka_conf_set_dr_msg_cb(conf) { rk, message, _ in
             guard let message, let opaque = message.pointee._private else { return }
-            let err = message.pointee.err
-            let error: KafkaError? = err == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(err)
+            let error = KafkaProducer.deliveryError(rk, message.pointee.err)
             DeliveryBatch.deliver(opaque: opaque, partition: message.pointee.partition,
                                   offset: message.pointee.offset, error: error)
         }
@@ -62,11 +63,28 @@ public final class KafkaProducer: Sendable {
         }
     }
 
+    /// Frees the handle. Without a prior `close`, undelivered records are dropped (no `send` can be
+    /// waiting: it would keep the producer alive).
     deinit {
-        if !closed.exchange(true, ordering: .acquiringAndReleasing) {
+        if !sendGate.withLock({ $0.closed }) {
             pollThread.stopAndWaitBlocking()
-            Self.purgeAndDestroy(handle)
+            Self.purge(handle)
         }
+        rd_kafka_destroy(handle.raw)
+    }
+
+    /// A delivery report's error. A record failed (or purged) because the producer hit a fatal
+    /// error — e.g. it was fenced — reports that fatal error, so `send` says why.
+    fileprivate static func deliveryError(_ rk: OpaquePointer?, _ err: rd_kafka_resp_err_t) -> KafkaError? {
+        guard err != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
+        if let rk {
+            var errstr = [CChar](repeating: 0, count: 512)
+            let fatal = rd_kafka_fatal_error(rk, &errstr, errstr.count)
+            if fatal != RD_KAFKA_RESP_ERR_NO_ERROR {
+                return KafkaError(fatal, detail: errorText(errstr), isFatal: true)
+            }
+        }
+        return KafkaError(err)
     }
 
     // MARK: Sending
@@ -86,8 +104,13 @@ public final class KafkaProducer: Sendable {
     ///   without an error were delivered. Cancellation does not interrupt the wait (the records are
     ///   already in flight).
     public func send(_ records: [ProducerRecord]) async throws(KafkaError) -> [DeliveryReport] {
-        guard !closed.load(ordering: .acquiring) else { throw KafkaError.closed("producer") }
         if records.isEmpty { return [] }
+        let admitted = sendGate.withLock { gate in
+            if gate.closed { return false }
+            gate.enqueueing += 1
+            return true
+        }
+        guard admitted else { throw KafkaError.closed("producer") }
         let batch = DeliveryBatch(count: records.count)
         for (index, record) in records.enumerated() {
             var err = produce(record, opaque: batch.opaque(for: index))
@@ -100,6 +123,7 @@ public final class KafkaProducer: Sendable {
                 batch.refuse(index, error: KafkaError(err, detail: "produce to \(record.topic): \(String(cString: rd_kafka_err2str(err)))"))
             }
         }
+        sendGate.withLock { $0.enqueueing -= 1 }
         await batch.waitForAll()
         var reports: [DeliveryReport] = []
         reports.reserveCapacity(records.count)
@@ -134,25 +158,34 @@ public final class KafkaProducer: Sendable {
         }
     }
 
-    /// Flushes (at most `timeout`), fails whatever is still undelivered, and frees the producer.
-    /// Every pending `send` returns before `close` does.
+    /// Flushes (at most `timeout`; not for transactional producers, whose records belong to a
+    /// transaction to commit or abort first), fails whatever is still undelivered, and stops the
+    /// poll thread. Every pending `send` returns before `close` does; later calls fail.
+    /// The handle itself is freed when the producer is deinitialized.
     public func close(timeout: Duration = .seconds(30)) async {
-        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let first = sendGate.withLock { gate in
+            defer { gate.closed = true }
+            return !gate.closed
+        }
+        guard first else { return }
+        while sendGate.withLock({ $0.enqueueing }) > 0 {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
         let handle = handle
+        let isTransactional = isTransactional
         _ = try? await runBlocking("close") { () throws(KafkaError) in
-            if !self.isTransactional { _ = rd_kafka_flush(handle.raw, milliseconds(timeout)) }
+            if !isTransactional { _ = rd_kafka_flush(handle.raw, milliseconds(timeout)) }
+            Self.purge(handle)
         }
         await pollThread.stop()
-        _ = try? await runBlocking("destroy") { () throws(KafkaError) in Self.purgeAndDestroy(handle) }
     }
 
-    /// Fails every queued or in-flight record (their reports fire with `_PURGE_*`), serves those
-    /// reports so all senders resume, and destroys the handle.
-    private static func purgeAndDestroy(_ handle: RdKafkaHandle) {
+    /// Fails every queued or in-flight record and serves their reports (`_PURGE_*` errors), so
+    /// every waiting `send` resumes.
+    private static func purge(_ handle: RdKafkaHandle) {
         _ = rd_kafka_purge(handle.raw, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
         _ = rd_kafka_flush(handle.raw, 1000)
         rd_kafka_poll(handle.raw, 0)
-        rd_kafka_destroy(handle.raw)
     }
 
     // MARK: Transactions

@@ -37,5 +37,6 @@ public struct RebalanceEvent: Sendable, Hashable, CustomStringConvertible {
 
 /// Called on each assignment change. The consumer's poll thread waits for it to return before it
 /// applies the change, so when it returns the caller's bookkeeping is in step with librdkafka.
-/// It may call the consumer (commit, committed, pause, seek …) but must not wait for messages.
+/// It may call the consumer (commit, committed, pause, resume, seek, assignment …) but must not
+/// wait for its messages or call `close`: the poll thread that would serve them is waiting for it.
 public typealias RebalanceHandler = @Sendable (RebalanceEvent) async -> Void

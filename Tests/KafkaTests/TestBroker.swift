@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Kafka
 import Testing
 
@@ -72,24 +73,33 @@ enum TestBroker {
         }
     }
 
-    /// Reads from `consumer` until `count` messages arrived (or `timeout` passed).
+    /// Reads from `consumer` until `count` messages arrived or `timeout` passed, and returns what
+    /// arrived (callers check the count; fewer means the timeout struck).
     static func collect(_ consumer: KafkaConsumer, count: Int, timeout: Duration = .seconds(20)) async throws -> [KafkaMessage] {
-        try await withThrowingTaskGroup(of: [KafkaMessage]?.self) { group in
+        let received = MessageBuffer()
+        try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                var received: [KafkaMessage] = []
                 for try await batch in consumer.batches {
-                    received += batch
-                    if received.count >= count { break }
+                    let total = received.append(batch)
+                    if total >= count { return }
                 }
-                return received
             }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = try await group.next() ?? nil
+            group.addTask { try await Task.sleep(for: timeout) }
+            try await group.next()
             group.cancelAll()
-            return try #require(first, "timed out waiting for \(count) messages")
         }
+        return received.messages
     }
+}
+
+/// Messages gathered by a reading task, readable from others.
+final class MessageBuffer: Sendable {
+    private let stored = Mutex<[KafkaMessage]>([])
+
+    /// Appends and returns the new total.
+    func append(_ batch: [KafkaMessage]) -> Int {
+        stored.withLock { $0 += batch; return $0.count }
+    }
+
+    var messages: [KafkaMessage] { stored.withLock { $0 } }
 }

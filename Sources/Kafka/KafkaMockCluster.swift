@@ -1,0 +1,36 @@
+import CRdKafka
+
+/// librdkafka's in-process mock Kafka cluster, for tests of client behaviour that need no
+/// external broker (fault injection, features the test broker lacks).
+///
+/// Limits in librdkafka 2.0.2: no CreateTopics request (use `createTopic`), transactional offset
+/// commits are not stored, and `read_committed` readers see data of open transactions.
+public final class KafkaMockCluster: Sendable {
+    private let handle: RdKafkaHandle
+    private let cluster: RdKafkaHandle
+
+    /// The cluster's bootstrap address for clients' `bootstrapServers`.
+    public let bootstrapServers: String
+
+    public init(brokers: Int32 = 1) throws(KafkaError) {
+        let conf = try makeRdKafkaConf(["log_level": "3"])
+        let raw = try makeRdKafkaHandle(RD_KAFKA_PRODUCER, conf: conf)
+        guard let mock = rd_kafka_mock_cluster_new(raw, brokers) else {
+            rd_kafka_destroy(raw)
+            throw KafkaError(RD_KAFKA_RESP_ERR__FAIL, detail: "could not create the mock cluster")
+        }
+        handle = RdKafkaHandle(raw: raw)
+        cluster = RdKafkaHandle(raw: mock)
+        bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(mock))
+    }
+
+    deinit {
+        rd_kafka_mock_cluster_destroy(cluster.raw)
+        rd_kafka_destroy(handle.raw)
+    }
+
+    /// Creates a topic directly in the mock cluster.
+    public func createTopic(_ name: String, partitions: Int32, replicationFactor: Int32 = 1) throws(KafkaError) {
+        try KafkaError.check(rd_kafka_mock_topic_create(cluster.raw, name, partitions, replicationFactor), "mock topic \(name)")
+    }
+}
