@@ -122,6 +122,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "FleetWorkersTests",
+            dependencies: ["FleetWorkers", "FleetModel"]
+        ),
+        .testTarget(
             name: "KafkaTests",
             dependencies: ["Kafka"]
         ),

@@ -1,0 +1,76 @@
+import FleetModel
+import FleetWorkers
+import Foundation
+import Testing
+
+@Suite("Worker settings, topic checks and namespaces")
+struct WorkerConfigurationTests {
+    @Test("settings come from the environment with documented defaults")
+    func defaults() throws {
+        let settings = try WorkerSettings(worker: .delivery, environment: [:])
+        #expect(settings.bootstrapServers == "127.0.0.1:9092")
+        #expect(settings.groupId == "delivery-worker")
+        #expect(settings.instanceId == nil)
+        #expect(settings.batchMaxRecords == 1000)
+        #expect(settings.topics.prefix == "")
+        let pod = try WorkerSettings(worker: .access, environment: ["POD_NAME": "access-worker-2"])
+        #expect(pod.instanceId == "access-worker-2")
+        #expect(pod.consumerConfiguration["group.instance.id"] == "access-worker-2")
+    }
+
+    @Test("KAFKA_* variables pass through to librdkafka, after our own settings")
+    func passThrough() throws {
+        let settings = try WorkerSettings(worker: .delivery, environment: [
+            "FLEET_BOOTSTRAP_SERVERS": "broker:9093", "KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+            "KAFKA_SASL_MECHANISMS": "SCRAM-SHA-512",
+        ])
+        #expect(settings.consumerConfiguration["security.protocol"] == "SASL_SSL")
+        #expect(settings.producerConfiguration["sasl.mechanisms"] == "SCRAM-SHA-512")
+        #expect(settings.producerConfiguration["bootstrap.servers"] == "broker:9093")
+        #expect(settings.consumerConfiguration["group.id"] == "delivery-worker")
+    }
+
+    @Test("a bad number is refused with the variable's name")
+    func badNumber() {
+        #expect(throws: SettingsError.self) { try WorkerSettings(worker: .delivery, environment: ["FLEET_BATCH_MAX_RECORDS": "lots"]) }
+        do {
+            _ = try WorkerSettings(worker: .delivery, environment: ["FLEET_BATCH_MAX_RECORDS": "0"])
+        } catch {
+            #expect(error.description == "FLEET_BATCH_MAX_RECORDS must be a positive integer, got '0'")
+        }
+    }
+
+    @Test("topics check names missing topics and co-partitioning mismatches")
+    func topicCheck() {
+        var counts = Dictionary(uniqueKeysWithValues: TopicSpec.all.map { ("staging." + $0.name, 8) })
+        let namespace = TopicNamespace(prefix: "staging.")
+        #expect(TopicAdministration.check(partitionCounts: counts, namespace: namespace).isEmpty)
+        counts["staging.delivery-worker.state"] = 4
+        counts["staging.rin.reminders"] = nil
+        #expect(TopicAdministration.check(partitionCounts: counts, namespace: namespace).map(\.description) == [
+            "missing topic rin.reminders",
+            "delivery-worker: topics are not co-partitioned: rin.app.activity=8, rin.delivery.inbox=8, delivery-worker.state=4, delivery-worker.history=8",
+        ])
+        // Topics outside the namespace are not the fleet's.
+        #expect(TopicAdministration.check(partitionCounts: counts, namespace: TopicNamespace()).count == TopicSpec.all.count)
+    }
+
+    @Test("the namespace maps logical names to physical ones and back")
+    func namespace() {
+        let namespace = TopicNamespace(prefix: "t1.")
+        #expect(namespace.physical(Topics.deliveryInbox) == "t1.rin.delivery.inbox")
+        #expect(namespace.logical("t1.rin.delivery.inbox") == Topics.deliveryInbox)
+        #expect(namespace.logical("t2.rin.delivery.inbox") == nil)
+    }
+
+    @Test("every variable a worker reads is in the README's table")
+    func documented() throws {
+        let readme = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        for variable in WorkerEnvironment.all {
+            #expect(text.contains("| `\(variable.name)` |"), "README lacks \(variable.name)")
+        }
+    }
+}
