@@ -45,12 +45,17 @@ public struct StageStep: Sendable {
     }
 }
 
-/// A stage's state: its log time and every user's state as JSON, users sorted by id so the
-/// same state always encodes to the same bytes.
+/// A stage's state: its log time and every user's state, users sorted by id so the same state
+/// always encodes to the same bytes.
+///
+/// A state is kept as the exact text its own `Codable` encoding wrote, never as a parsed JSON
+/// tree: a generic tree would pass numbers through `Int64`/`Double` and lose, for example, the
+/// 64-bit id hashes the delivery engine remembers for P-IDEM-1.
 public struct StageSnapshot: Codable, Hashable, Sendable {
     public struct User: Codable, Hashable, Sendable {
         public var userId: String
-        public var state: JSONValue
+        /// The state's JSON encoding, verbatim.
+        public var state: String
         enum CodingKeys: String, CodingKey { case userId = "user_id", state }
     }
 
@@ -113,7 +118,7 @@ public struct FoldStage<P: UserProcessor>: SimulationStage {
 
     public func snapshot() -> StageSnapshot {
         let users = fold.states.sorted { $0.key < $1.key }.map { user, state in
-            StageSnapshot.User(userId: user, state: Self.json(of: state))
+            StageSnapshot.User(userId: user, state: String(decoding: JSONText.encode(state), as: UTF8.self))
         }
         return StageSnapshot(name: name, logTime: fold.logTime, users: users)
     }
@@ -126,20 +131,11 @@ public struct FoldStage<P: UserProcessor>: SimulationStage {
         states.reserveCapacity(snapshot.users.count)
         for user in snapshot.users {
             do {
-                states[user.userId] = try JSONDecoder().decode(P.State.self, from: Data(JSONText.encode(user.state)))
+                states[user.userId] = try JSONDecoder().decode(P.State.self, from: Data(user.state.utf8))
             } catch {
                 throw .snapshot("stage '\(name)': the state of user '\(user.userId)' does not decode: \(error)")
             }
         }
         fold = PartitionFold(processor: fold.processor, restoring: states, logTime: snapshot.logTime)
-    }
-
-    private static func json(of state: P.State) -> JSONValue {
-        do {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(JSONText.encode(state)))
-        } catch {
-            // JSON the encoder just wrote always parses back.
-            preconditionFailure("state of \(P.self) does not re-read as JSON: \(error)")
-        }
     }
 }

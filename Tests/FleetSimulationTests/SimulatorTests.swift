@@ -215,7 +215,8 @@ import Testing
         _ = try simulator.feed(line: Lines.signup(at(0).rfc3339, "u1", zone: "UTC", id: "a1"))
         for line in lines { _ = try simulator.feed(line: line) }
         _ = simulator.advance(to: at(3600))
-        let fired = try #require(simulator.snapshot().stages.first?.users.first?.state["fired"]?.intValue)
+        let stored = try #require(simulator.snapshot().stages.first?.users.first?.state)
+        let fired = try JSONDecoder().decode(StuckAlarmProcessor.State.self, from: Data(stored.utf8)).fired
         #expect((1...20).contains(fired))
         #expect(simulator.time == at(3600))
     }
@@ -228,5 +229,33 @@ import Testing
         ) {
             try other.restore(snapshot)
         }
+    }
+}
+
+/// Snapshots keep a state's own encoding verbatim, whatever numbers it holds.
+@Suite struct SnapshotFidelityTests {
+    struct WideState: Codable, Hashable, Sendable { var hash: UInt64 = 0 }
+    struct HashingProcessor: UserProcessor {
+        func initialState(userId: String) -> WideState { WideState() }
+        func process(_ record: FleetRecord, state: inout WideState, context: inout ProcessingContext) throws(RecordError) {
+            state.hash = UInt64.max - 1  // above Int64.max: lost if routed through Int64 or Double
+        }
+        func fireTimers(state: inout WideState, context: inout ProcessingContext) {}
+        func nextWakeUp(_ state: WideState) -> Timestamp? { nil }
+    }
+
+    @Test func aSnapshotRestoresUInt64ValuesExactly() throws {
+        var simulator = try Simulator(stages: [
+            FoldStage(name: "hashing", processor: HashingProcessor(), folding: Topics.deliveryInbox, ingesting: [Topics.appActivity]),
+        ])
+        _ = try simulator.feed(line: Lines.signup("2026-03-02T07:00:00Z", "u1", zone: "UTC", id: "a1"))
+        let snapshot = simulator.snapshot()
+        var restored = try Simulator(stages: [
+            FoldStage(name: "hashing", processor: HashingProcessor(), folding: Topics.deliveryInbox, ingesting: [Topics.appActivity]),
+        ])
+        try restored.restore(snapshot)
+        #expect(restored.snapshot() == snapshot)
+        let stage = try #require(restored.stages.first as? FoldStage<HashingProcessor>)
+        #expect(stage.fold.states["u1"]?.hash == UInt64.max - 1)
     }
 }
