@@ -7,7 +7,7 @@ import Testing
 
     @Test("P-BUD-1 at most 3 non-security deliveries per local day; security never counts; P-BUD-4 the rest goes to sections")
     func dailyBudget() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
             {"at":"2026-03-10T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
@@ -34,7 +34,7 @@ import Testing
 
     @Test("P-BUD-2 candidates released together compete by rank, then age (quiet hours end at 07:00)")
     func rankOrderAtRelease() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T23:00:00Z","value":{"type":"intent","id":"e1","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Alice"],"contact_ids":["c1"]}}}
             {"at":"2026-03-10T23:10:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
@@ -64,7 +64,7 @@ import Testing
 
     @Test("P-BUD-3 a rank-4 notification may not take the day's last slot")
     func lastSlotReservation() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
             {"at":"2026-03-10T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
@@ -85,7 +85,7 @@ import Testing
 
     @Test("P-BUD-5 more than 5 candidates in a day: the rest is summarised in one digest at 09:00 the next local day")
     func digestNextMorning() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
             {"at":"2026-03-10T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
@@ -112,7 +112,7 @@ import Testing
 
     @Test("P-BUD-5 the digest is skipped when the user opened the app since")
     func digestSkippedAfterOpen() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
             {"at":"2026-03-10T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
@@ -137,7 +137,7 @@ import Testing
 
     @Test("P-BUD-6 day one (local day of sign-up): one dedup and one score notification, nothing else")
     func dayOne() throws {
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"Europe/Berlin"}}
             {"at":"2026-03-01T11:00:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":4}}}
             {"at":"2026-03-01T12:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"new":41,"label":"Building"}}}
