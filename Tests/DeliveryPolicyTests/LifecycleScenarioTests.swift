@@ -3,7 +3,7 @@ import Testing
 
 /// Inactivity tiers, welcome back, sections, events, streaks, catalog (§1, §5–§8).
 @Suite struct LifecycleScenarioTests {
-    @Test("P-LAP-2..6 quiet mode at 14 days with a summary, quiet-mode suppression, 30-day value reminder, 60-day dormancy with one email, exit on open")
+    @Test("P-LAP-2 P-LAP-3 P-LAP-4 P-LAP-5 P-LAP-6 quiet mode at 14 days with a summary, quiet-mode suppression, 30-day value reminder, 60-day dormancy with one email, exit on open")
     func lapseTiers() throws {
         let d = try Scenario.run("""
             {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"Europe/London"}}
@@ -48,6 +48,59 @@ import Testing
             "2026-05-05T10:00:00Z event retention.lapsed_reengaged days_inactive=64 entry_source=organic reengagement_type=organic",
             "2026-05-05T10:00:00Z section welcome_back welcome_back Score: 70 → 77 (+7) | 2 dedup suggestions | 1 access request pending | 3 enrichment updates | 1 birthday this week",
             "2026-05-05T10:00:00Z event retention.app_opened days_since_last_open=64 entry_source=organic is_lapsed=true streak_current=1 streak_longest=1",
+        ])
+    }
+
+    @Test("P-LAP-1 up to 13 days inactive is normal; the 14th local day starts quiet mode")
+    func normalUntilDayFourteen() throws {
+        let d = try Scenario.run("""
+            {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
+            {"at":"2026-03-02T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            {"at":"2026-03-15T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":70,"new":74,"label":"Good"}}}
+            {"at":"2026-03-15T23:59:00Z","value":{"type":"tick"}}
+            """, until: "2026-03-16T00:00:00Z")
+        #expect(d.summary == [
+            "2026-03-02T10:00:00Z event retention.app_opened days_since_last_open=1 entry_source=organic is_lapsed=false streak_current=1 streak_longest=1",
+            "2026-03-15T10:00:30Z push score.updated \"Your Rin Score changed: 70 to 74 (+4). Tap to see what improved.\" rin://score [s1]",
+            "2026-03-15T10:00:30Z s1 delivered within_budget P-BUD-1",
+            "2026-03-16T00:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=SCORE",
+            "2026-03-16T00:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=15",
+        ])
+    }
+
+    @Test("P-LAP-2 P-TIME-1 quiet mode at local midnight of the 14th day (Asia/Kolkata, +05:30); nothing accumulated, no summary")
+    func quietModeWithoutSummary() throws {
+        let d = try Scenario.run("""
+            {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"Asia/Kolkata"}}
+            {"at":"2026-03-02T04:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            """, until: "2026-03-17T00:00:00Z")
+        #expect(d.summary == [
+            "2026-03-02T04:00:00Z event retention.app_opened days_since_last_open=1 entry_source=organic is_lapsed=false streak_current=1 streak_longest=1",
+            "2026-03-15T18:30:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=null",
+            "2026-03-15T18:30:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=15",
+        ])
+    }
+
+    @Test("P-LAP-5 dormant after 60 days: no push but security; no email without the opt-in")
+    func dormantWithoutEmail() throws {
+        let d = try Scenario.run("""
+            {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
+            {"at":"2026-03-02T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            {"at":"2026-05-01T12:00:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":2}}}
+            {"at":"2026-05-02T10:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
+            {"at":"2026-05-03T03:00:00Z","value":{"type":"intent","id":"a1","notification":"security.new_signin","category":"SECURITY","data":{"detail":"New sign-in from Safari on macOS."}}}
+            """, until: "2026-05-04T00:00:00Z")
+        #expect(d.summary == [
+            "2026-03-02T10:00:00Z event retention.app_opened days_since_last_open=1 entry_source=organic is_lapsed=false streak_current=1 streak_longest=1",
+            "2026-03-16T00:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=null",
+            "2026-03-16T00:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=15",
+            "2026-03-31T00:00:00Z event retention.churn_signal_detected signal_type=no_action_30d user_age_days=30",
+            "2026-05-01T12:00:30Z d1 suppressed dormant P-LAP-5",
+            "2026-05-01T12:00:30Z section needs_attention contacts.dedup_ready \"2 possible duplicates found. Review and clean your contacts.\"",
+            "2026-05-02T10:00:30Z b1 suppressed dormant P-LAP-5",
+            "2026-05-02T10:00:30Z section upcoming reminder.birthday:rm1 \"Bob\'s birthday is today.\"",
+            "2026-05-03T03:00:00Z push security.new_signin \"New sign-in from Safari on macOS.\" rin://security/inbox [a1]",
+            "2026-05-03T03:00:00Z a1 delivered security P-BUD-1",
         ])
     }
 
