@@ -147,7 +147,7 @@ import Testing
     }
 
     @Test func aFleetWithoutStagesSaysSo() throws {
-        let fleet = try Simulator.fleet(profile: .shipped("rin"))
+        let fleet = try Simulator(stages: [])
         #expect(fleet.consumedTopics.isEmpty)
         #expect(throws: SimulationError.unknownTopic(line: 1, topic: "rin.app.activity", consumed: [])) {
             try SimulationRun.run(Lines.signup("2026-03-02T07:00:00Z", "u1", zone: "UTC", id: "a1"), simulator: fleet)
