@@ -23,6 +23,16 @@ import Testing
         return scenario
     }
 
+    /// `run(_:)`, recording why a case could not run.
+    static func run(_ traffic: RandomTraffic, seed: UInt64) -> Scenario? {
+        do {
+            return try run(traffic)
+        } catch {
+            Issue.record("seed \(seed): the run failed: \(error)")
+            return nil
+        }
+    }
+
     static func deliveries(_ d: Scenario) -> [(at: Timestamp, delivery: Delivery)] {
         d.records.compactMap { o in
             if case .delivery(let delivery) = o.record { return (o.at, delivery) }
@@ -34,7 +44,7 @@ import Testing
     func budgetPerLocalDay() async {
         await propertyCheck(count: Self.cases, input: Self.seeds) { seed in
             let traffic = RandomTraffic(seed: seed)
-            guard let d = try? Self.run(traffic) else { Issue.record("run failed for seed \(seed)"); return }
+            guard let d = Self.run(traffic, seed: seed) else { return }
             var perDay: [Int: Int] = [:]
             for (at, delivery) in Self.deliveries(d) where delivery.category != "SECURITY" {
                 perDay[traffic.zone.localDate(at: at).daysSinceEpoch, default: 0] += 1
@@ -47,7 +57,7 @@ import Testing
     func securityImmediately() async {
         await propertyCheck(count: Self.cases, input: Self.seeds) { seed in
             let traffic = RandomTraffic(seed: seed)
-            guard let d = try? Self.run(traffic) else { Issue.record("run failed for seed \(seed)"); return }
+            guard let d = Self.run(traffic, seed: seed) else { return }
             let decided = Dictionary(grouping: d.records.compactMap { o -> (String, Timestamp, Decision)? in
                 if case .decision(let x) = o.record { return (x.intentId, o.at, x) }
                 return nil
@@ -66,7 +76,7 @@ import Testing
     func quietHoursRespected() async {
         await propertyCheck(count: Self.cases, input: Self.seeds) { seed in
             let traffic = RandomTraffic(seed: seed)
-            guard let d = try? Self.run(traffic) else { Issue.record("run failed for seed \(seed)"); return }
+            guard let d = Self.run(traffic, seed: seed) else { return }
             let quiet = traffic.quietHours
             func inQuiet(_ local: LocalTimeOfDay) -> Bool {
                 let m = local.minuteOfDay, s = quiet.start.minuteOfDay, e = quiet.end.minuteOfDay
@@ -83,7 +93,7 @@ import Testing
     func quietModeWeekly() async {
         await propertyCheck(count: Self.cases, input: Self.seeds) { seed in
             let traffic = RandomTraffic(seed: seed)
-            guard let d = try? Self.run(traffic) else { Issue.record("run failed for seed \(seed)"); return }
+            guard let d = Self.run(traffic, seed: seed) else { return }
             var quietSince: Timestamp?
             var sentInQuiet: [Timestamp] = []
             for o in d.records {
@@ -105,7 +115,7 @@ import Testing
     func oneFinalDecision() async {
         await propertyCheck(count: Self.cases, input: Self.seeds) { seed in
             let traffic = RandomTraffic(seed: seed)
-            guard let d = try? Self.run(traffic) else { Issue.record("run failed for seed \(seed)"); return }
+            guard let d = Self.run(traffic, seed: seed) else { return }
             var finals: [String: Int] = [:]
             for o in d.records {
                 guard case .decision(let x) = o.record else { continue }
@@ -122,7 +132,7 @@ import Testing
     func deterministic() async {
         await propertyCheck(count: Self.cases, input: Self.seeds) { seed in
             let traffic = RandomTraffic(seed: seed)
-            guard let a = try? Self.run(traffic), let b = try? Self.run(traffic) else { Issue.record("run failed"); return }
+            guard let a = Self.run(traffic, seed: seed), let b = Self.run(traffic, seed: seed) else { return }
             #expect(a.jsonl == b.jsonl, "seed \(seed)")
         }
     }
