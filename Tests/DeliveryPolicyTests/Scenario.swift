@@ -29,12 +29,6 @@ struct Scenario {
         try self.init(profile: try PolicyProfile.shipped(profileName))
     }
 
-    /// The whole fleet (upstream workers and the delivery engine), as `fleetctl simulate` runs it.
-    init(fleet choice: ProfileChoice) throws {
-        makeSimulator = { try Simulator.fleet(profile: choice) }
-        simulator = try makeSimulator()
-    }
-
     /// A simulator whose only stage is the delivery worker.
     static func deliveryOnly(_ profile: PolicyProfile) throws -> Simulator {
         try Simulator(stages: [
