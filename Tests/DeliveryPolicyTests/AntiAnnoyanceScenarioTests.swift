@@ -7,7 +7,7 @@ import Testing
 
     @Test("P-COAL-1 one window per category from the first arrival: names, counts, score first old / last new, milestone wins")
     func coalescing() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"e1","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Alice"],"contact_ids":["c1"]}}}
             {"at":"2026-03-10T10:00:10Z","value":{"type":"intent","id":"e2","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Dan","Eve"],"contact_ids":["c2","c3"]}}}
@@ -36,7 +36,7 @@ import Testing
 
     @Test("P-COAL-1 birthdays merge by name: two names, then 'and N others'; one per contact per year")
     func coalescingBirthdays() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T09:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c1","contact_name":"Alice"}}}
             {"at":"2026-03-10T09:00:00Z","value":{"type":"intent","id":"b2","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm2","contact_id":"c2","contact_name":"Bob"}}}
@@ -60,7 +60,7 @@ import Testing
 
     @Test("P-DUP-1 same type and body within 60 minutes is suppressed")
     func duplicateContent() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"f1","notification":"reminder.followup","category":"REMINDER","data":{"reminder_id":"rm2","contact_id":"c6","contact_name":"Fay","note":"call","scheduled_local":"2026-03-10T10:00"}}}
             {"at":"2026-03-10T10:40:00Z","value":{"type":"intent","id":"f2","notification":"reminder.followup","category":"REMINDER","data":{"reminder_id":"rm2","contact_id":"c6","contact_name":"Fay","note":"call","scheduled_local":"2026-03-10T10:40"}}}
@@ -79,10 +79,11 @@ import Testing
     @Test("P-IDEM-1 an intent id already seen is ignored, also after the state was serialised and restored")
     func idempotency() throws {
         let first = #"{"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"f1","notification":"reminder.followup","category":"REMINDER","data":{"reminder_id":"rm2","contact_id":"c6","contact_name":"Fay","note":"call","scheduled_local":"2026-03-10T10:00"}}}"#
-        var d = try EngineDriver.run(Self.signup + "\n" + first + "\n" + first.replacingOccurrences(of: "10:00:00Z", with: "10:00:10Z"))
+        var d = try Scenario.run(Self.signup + "\n" + first + "\n" + first.replacingOccurrences(of: "10:00:00Z", with: "10:00:10Z"))
         try d.run(until: "2026-03-10T11:00:00Z")
-        let restored = try DeliveryState(serialized: try #require(d.states["u1"]).serialized())
-        d.restore("u1", restored)
+        let survived = try d.restart()
+        // The delivered follow-up's content hash is ≥ 2^63: the snapshot must keep it exactly.
+        #expect(survived, "the restored delivery state differs from the one written")
         try d.feed(first.replacingOccurrences(of: "10:00:00Z", with: "11:30:00Z"))
         try d.run(until: "2026-03-10T12:00:00Z")
         #expect(d.summary == [
@@ -93,7 +94,7 @@ import Testing
 
     @Test("P-COOL-1 three dismissals of a category in 24 h: at most one delivery per 72 h for 7 days; REMINDER exempt")
     func dismissalCooldown() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T09:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
             {"at":"2026-03-10T10:00:00Z","value":{"type":"notification.dismissed","notification_id":"n1","category":"SCORE"}}
@@ -123,7 +124,7 @@ import Testing
 
     @Test("P-DND-1 deferred to the end of the user's quiet hours; a follow-up scheduled inside them is delivered; security is not held")
     func quietHours() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T21:00:00Z","value":{"type":"user.settings_changed","quiet_hours":{"start":"21:30","end":"06:15"}}}
             {"at":"2026-03-10T21:40:00Z","value":{"type":"intent","id":"f1","notification":"reminder.followup","category":"REMINDER","data":{"reminder_id":"rm2","contact_id":"c6","contact_name":"Fay","note":"call","scheduled_local":"2026-03-10T21:40"}}}
@@ -143,7 +144,7 @@ import Testing
 
     @Test("P-DND-1 P-TIME-1 quiet hours starting in the New York spring-forward gap (02:30) are in force from 03:00")
     func quietHoursStartInDSTGap() throws {
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-03-01T15:00:00Z","value":{"type":"user.signed_up","time_zone":"America/New_York"}}
             {"at":"2026-03-01T15:00:00Z","value":{"type":"user.settings_changed","quiet_hours":{"start":"02:30","end":"06:00"}}}
             {"at":"2026-03-08T06:59:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":50,"new":53,"label":"Building"}}}
@@ -160,7 +161,7 @@ import Testing
 
     @Test("P-DND-1 P-TIME-1 22:00 local in Asia/Kathmandu (+05:45) is 16:15Z")
     func quietHoursFortyFiveMinuteOffset() throws {
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-03-01T15:00:00Z","value":{"type":"user.signed_up","time_zone":"Asia/Kathmandu"}}
             {"at":"2026-03-10T16:14:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":50,"new":53,"label":"Building"}}}
             {"at":"2026-03-10T16:15:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":2}}}
@@ -174,9 +175,28 @@ import Testing
         ])
     }
 
+    @Test("P-TIME-2 time comes only from the log: the same lines give the same bytes, ids from log coordinates")
+    func sameLinesSameBytes() throws {
+        let input = Self.signup + """
+
+            {"at":"2026-03-10T23:00:00Z","value":{"type":"intent","id":"e1","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Alice"],"contact_ids":["c1"]}}}
+            {"at":"2026-03-10T23:00:20Z","value":{"type":"intent","id":"e2","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Bob"],"contact_ids":["c2"]}}}
+            """
+        let expected = [
+            #"{"at":"2026-03-10T23:00:30Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:3:0","intent_id":"e1","notification_id":"rin.delivery.inbox:0:1:0","outcome":"deferred","reason":"quiet_hours","rule":"P-DND-1","type":"decision","until":"2026-03-11T07:00:00Z","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-10T23:00:30Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:3:1","intent_id":"e2","notification_id":"rin.delivery.inbox:0:1:0","outcome":"deferred","reason":"quiet_hours","rule":"P-DND-1","type":"decision","until":"2026-03-11T07:00:00Z","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-11T07:00:00Z","topic":"rin.notify.deliveries","key":"u1","value":{"body":"Alice and 1 other updated their profiles. New info available.","category":"CONTACTS","channel":"push","deep_link":"rin://home","id":"rin.delivery.inbox:0:3:2","merged_intents":["e1","e2"],"notification":"contacts.enrichment","notification_id":"rin.delivery.inbox:0:1:0","title":"Contacts","type":"delivery","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-11T07:00:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:3:3","intent_id":"e1","notification_id":"rin.delivery.inbox:0:1:0","outcome":"delivered","reason":"quiet_hours_ended","rule":"P-DND-1","type":"decision","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-11T07:00:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:3:4","intent_id":"e2","notification_id":"rin.delivery.inbox:0:1:0","outcome":"merged","reason":"coalesced","rule":"P-COAL-1","type":"decision","user_id":"u1","v":1}}"#,
+        ]
+        // Two independent runs, each checked byte for byte.
+        #expect(try Scenario.run(input, until: "2026-03-11T08:00:00Z").jsonl == expected)
+        #expect(try Scenario.run(input, until: "2026-03-11T08:00:00Z").jsonl == expected)
+    }
+
     @Test("P-TIME-1 a 25-hour local day (New York, 2026-11-01) is one budget day")
     func twentyFiveHourDay() throws {
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-10-01T15:00:00Z","value":{"type":"user.signed_up","time_zone":"America/New_York"}}
             {"at":"2026-10-25T15:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
             {"at":"2026-10-25T15:00:00Z","value":{"type":"user.settings_changed","quiet_hours":{"start":"00:00","end":"00:00"}}}
@@ -201,7 +221,7 @@ import Testing
 
     @Test("P-EXP-1 a deferred birthday that reaches its expiry (local midnight) is suppressed")
     func expiry() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T22:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"},"expires_at":"2026-03-11T00:00:00Z"}}
             """, until: "2026-03-11T08:00:00Z")
@@ -214,7 +234,7 @@ import Testing
 
     @Test("P-PREF-1 disabled category and denied permission suppress push; content goes to sections; security goes in-app")
     func preferences() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"user.settings_changed","disabled_categories":["SCORE"]}}
             {"at":"2026-03-10T10:01:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":50,"new":53,"label":"Building"}}}

@@ -7,7 +7,7 @@ import Testing
 
     @Test("P-BUD-1 at most 3 non-security deliveries per local day; security never counts; P-BUD-4 the rest goes to sections")
     func dailyBudget() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
             {"at":"2026-03-10T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
@@ -34,7 +34,7 @@ import Testing
 
     @Test("P-BUD-2 candidates released together compete by rank, then age (quiet hours end at 07:00)")
     func rankOrderAtRelease() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T23:00:00Z","value":{"type":"intent","id":"e1","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Alice"],"contact_ids":["c1"]}}}
             {"at":"2026-03-10T23:10:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
@@ -64,7 +64,7 @@ import Testing
 
     @Test("P-BUD-3 a rank-4 notification may not take the day's last slot")
     func lastSlotReservation() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
             {"at":"2026-03-10T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
@@ -85,7 +85,7 @@ import Testing
 
     @Test("P-BUD-5 more than 5 candidates in a day: the rest is summarised in one digest at 09:00 the next local day")
     func digestNextMorning() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
             {"at":"2026-03-10T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
@@ -112,7 +112,7 @@ import Testing
 
     @Test("P-BUD-5 the digest is skipped when the user opened the app since")
     func digestSkippedAfterOpen() throws {
-        let d = try EngineDriver.run(Self.signup + """
+        let d = try Scenario.run(Self.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
             {"at":"2026-03-10T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
@@ -135,9 +135,38 @@ import Testing
         ])
     }
 
+    @Test("P-BUD-4 P-WB-2 a notification suppressed by the budget still counts in the since-last-open totals")
+    func suppressedCountsSinceLastOpen() throws {
+        let d = try Scenario.run("""
+            {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
+            {"at":"2026-03-02T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            {"at":"2026-03-03T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":70,"new":74,"label":"Good"}}}
+            {"at":"2026-03-03T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
+            {"at":"2026-03-03T12:00:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":2}}}
+            {"at":"2026-03-03T13:00:00Z","value":{"type":"intent","id":"c1","notification":"contacts.sync_conflict","category":"CONTACTS","data":{"count":1,"contact_ids":["c4"]}}}
+            {"at":"2026-03-03T14:00:00Z","value":{"type":"intent","id":"e1","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Alice","Dan"],"contact_ids":["c1","c2"]}}}
+            {"at":"2026-03-10T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            """)
+        #expect(d.summary == [
+            "2026-03-02T10:00:00Z event retention.app_opened days_since_last_open=1 entry_source=organic is_lapsed=false streak_current=1 streak_longest=1",
+            "2026-03-03T10:00:30Z push score.updated \"Your Rin Score changed: 70 to 74 (+4). Tap to see what improved.\" rin://score [s1]",
+            "2026-03-03T10:00:30Z s1 delivered within_budget P-BUD-1",
+            "2026-03-03T11:00:30Z push reminder.birthday \"Bob\'s birthday is today.\" rin://reminders/rm1 [b1]",
+            "2026-03-03T11:00:30Z b1 delivered within_budget P-BUD-1",
+            "2026-03-03T12:00:30Z push contacts.dedup_ready \"2 possible duplicates found. Review and clean your contacts.\" rin://contacts/dedup [d1]",
+            "2026-03-03T12:00:30Z d1 delivered within_budget P-BUD-1",
+            "2026-03-03T13:00:30Z c1 suppressed daily_budget P-BUD-1",
+            "2026-03-03T13:00:30Z section needs_attention contacts.sync_conflict \"1 contact changed on your phone and in Rin. Review the differences.\"",
+            "2026-03-03T14:00:30Z e1 suppressed daily_budget P-BUD-1",
+            "2026-03-03T14:00:30Z section enrichment_updates contacts.enrichment \"Alice and 1 other updated their profiles. New info available.\"",
+            "2026-03-10T10:00:00Z section welcome_back welcome_back Score: 70 → 74 (+4) | 2 dedup suggestions | 2 enrichment updates",
+            "2026-03-10T10:00:00Z event retention.app_opened days_since_last_open=8 entry_source=organic is_lapsed=false streak_current=1 streak_longest=1",
+        ])
+    }
+
     @Test("P-BUD-6 day one (local day of sign-up): one dedup and one score notification, nothing else")
     func dayOne() throws {
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"Europe/Berlin"}}
             {"at":"2026-03-01T11:00:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":4}}}
             {"at":"2026-03-01T12:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"new":41,"label":"Building"}}}

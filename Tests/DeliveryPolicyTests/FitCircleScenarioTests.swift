@@ -6,7 +6,7 @@ import Testing
 @Suite struct FitCircleScenarioTests {
     @Test("P-PROF-1 fitcircle: leaderboard at most once an hour, held back into the Sunday 20:00 weekly digest")
     func leaderboardThrottleAndWeeklyDigest() throws {
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"Europe/Berlin"}}
             {"at":"2026-03-03T09:00:00Z","value":{"type":"intent","id":"l1","notification":"fitcircle.leaderboard_change","category":"LEADERBOARD","data":{"position":5,"circle":"Work Warriors"}}}
             {"at":"2026-03-03T09:30:00Z","value":{"type":"intent","id":"l2","notification":"fitcircle.leaderboard_change","category":"LEADERBOARD","data":{"position":4,"circle":"Work Warriors"}}}

@@ -3,9 +3,9 @@ import Testing
 
 /// Inactivity tiers, welcome back, sections, events, streaks, catalog (§1, §5–§8).
 @Suite struct LifecycleScenarioTests {
-    @Test("P-LAP-2..6 quiet mode at 14 days with a summary, quiet-mode suppression, 30-day value reminder, 60-day dormancy with one email, exit on open")
+    @Test("P-LAP-2 P-LAP-3 P-LAP-4 P-LAP-5 P-LAP-6 quiet mode at 14 days with a summary, quiet-mode suppression, 30-day value reminder, 60-day dormancy with one email, exit on open")
     func lapseTiers() throws {
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"Europe/London"}}
             {"at":"2026-03-01T10:00:00Z","value":{"type":"user.settings_changed","email_opt_in":true}}
             {"at":"2026-03-02T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
@@ -51,9 +51,62 @@ import Testing
         ])
     }
 
+    @Test("P-LAP-1 up to 13 days inactive is normal; the 14th local day starts quiet mode")
+    func normalUntilDayFourteen() throws {
+        let d = try Scenario.run("""
+            {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
+            {"at":"2026-03-02T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            {"at":"2026-03-15T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":70,"new":74,"label":"Good"}}}
+            {"at":"2026-03-15T23:59:00Z","value":{"type":"tick"}}
+            """, until: "2026-03-16T00:00:00Z")
+        #expect(d.summary == [
+            "2026-03-02T10:00:00Z event retention.app_opened days_since_last_open=1 entry_source=organic is_lapsed=false streak_current=1 streak_longest=1",
+            "2026-03-15T10:00:30Z push score.updated \"Your Rin Score changed: 70 to 74 (+4). Tap to see what improved.\" rin://score [s1]",
+            "2026-03-15T10:00:30Z s1 delivered within_budget P-BUD-1",
+            "2026-03-16T00:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=SCORE",
+            "2026-03-16T00:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=15",
+        ])
+    }
+
+    @Test("P-LAP-2 P-TIME-1 quiet mode at local midnight of the 14th day (Asia/Kolkata, +05:30); nothing accumulated, no summary")
+    func quietModeWithoutSummary() throws {
+        let d = try Scenario.run("""
+            {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"Asia/Kolkata"}}
+            {"at":"2026-03-02T04:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            """, until: "2026-03-17T00:00:00Z")
+        #expect(d.summary == [
+            "2026-03-02T04:00:00Z event retention.app_opened days_since_last_open=1 entry_source=organic is_lapsed=false streak_current=1 streak_longest=1",
+            "2026-03-15T18:30:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=null",
+            "2026-03-15T18:30:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=15",
+        ])
+    }
+
+    @Test("P-LAP-5 dormant after 60 days: no push but security; no email without the opt-in")
+    func dormantWithoutEmail() throws {
+        let d = try Scenario.run("""
+            {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
+            {"at":"2026-03-02T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            {"at":"2026-05-01T12:00:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":2}}}
+            {"at":"2026-05-02T10:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
+            {"at":"2026-05-03T03:00:00Z","value":{"type":"intent","id":"a1","notification":"security.new_signin","category":"SECURITY","data":{"detail":"New sign-in from Safari on macOS."}}}
+            """, until: "2026-05-04T00:00:00Z")
+        #expect(d.summary == [
+            "2026-03-02T10:00:00Z event retention.app_opened days_since_last_open=1 entry_source=organic is_lapsed=false streak_current=1 streak_longest=1",
+            "2026-03-16T00:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=null",
+            "2026-03-16T00:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=15",
+            "2026-03-31T00:00:00Z event retention.churn_signal_detected signal_type=no_action_30d user_age_days=30",
+            "2026-05-01T12:00:30Z d1 suppressed dormant P-LAP-5",
+            "2026-05-01T12:00:30Z section needs_attention contacts.dedup_ready \"2 possible duplicates found. Review and clean your contacts.\"",
+            "2026-05-02T10:00:30Z b1 suppressed dormant P-LAP-5",
+            "2026-05-02T10:00:30Z section upcoming reminder.birthday:rm1 \"Bob\'s birthday is today.\"",
+            "2026-05-03T03:00:00Z push security.new_signin \"New sign-in from Safari on macOS.\" rin://security/inbox [a1]",
+            "2026-05-03T03:00:00Z a1 delivered security P-BUD-1",
+        ])
+    }
+
     @Test("P-LAP-6 P-WB-1 P-EVT-1 P-EVT-2 re-engaged through the 14-day summary; streaks; user_was_active; user_age_days")
     func reengagedThroughSummary() throws {
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
             {"at":"2026-03-02T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
             {"at":"2026-03-03T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
@@ -89,7 +142,7 @@ import Testing
 
     @Test("P-LAP-4 no intentional action for 30 days sends the value reminder even to a user who opens the app")
     func noIntentionalAction() throws {
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
             {"at":"2026-03-10T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
             {"at":"2026-03-20T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
@@ -116,7 +169,7 @@ import Testing
         let yaml = try String(contentsOfFile: ProfileTests.rinPath, encoding: .utf8)
             .replacingOccurrences(of: "quiet_week_choice: summary", with: "quiet_week_choice: top_pending")
         let profile = try PolicyProfile.load(yaml: yaml)
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
             {"at":"2026-03-02T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":70,"new":74,"label":"Good"}}}
             {"at":"2026-03-02T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
@@ -143,7 +196,7 @@ import Testing
 
     @Test("P-WB-1 P-WB-2 at most 5 lines in order, then 'and N more updates'; no card when nothing changed")
     func welcomeBack() throws {
-        let d = try EngineDriver.run("""
+        let d = try Scenario.run("""
             {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
             {"at":"2026-03-08T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
             {"at":"2026-03-09T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":75,"new":71,"label":"Good"}}}
@@ -166,7 +219,7 @@ import Testing
 
     @Test("P-SEC-1 upstream section items pass through with their expiry; P-SEC-2 suppressed content lands in its section")
     func sections() throws {
-        let d = try EngineDriver.run(BudgetScenarioTests.signup + """
+        let d = try Scenario.run(BudgetScenarioTests.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
             {"at":"2026-03-10T10:01:00Z","value":{"type":"section.item","section":"score_changed","item_id":"score","item":{"label":"Good"},"expires_at":"2026-03-12T10:01:00Z"}}
@@ -176,14 +229,14 @@ import Testing
             """, until: "2026-03-11T08:00:00Z")
         #expect(d.jsonl.filter { $0.contains("rin.home.sections") } + d.errors == [
             "{\"at\":\"2026-03-10T10:01:00Z\",\"topic\":\"rin.home.sections\",\"key\":\"u1\",\"value\":{\"expires_at\":\"2026-03-12T10:01:00Z\",\"id\":\"rin.delivery.inbox:0:2:0\",\"item\":{\"label\":\"Good\"},\"item_id\":\"score\",\"section\":\"score_changed\",\"type\":\"section.item\",\"user_id\":\"u1\",\"v\":1}}",
-            "{\"at\":\"2026-03-11T07:00:40Z\",\"topic\":\"rin.home.sections\",\"key\":\"u1\",\"value\":{\"expires_at\":\"2026-03-13T07:00:40Z\",\"id\":\"until:0:0:1\",\"item\":{\"body\":\"Your Rin Score changed: 58 to 56 (-2). Tap to see what shifted.\",\"deep_link\":\"rin://score\",\"intent_ids\":[\"s2\"],\"notification\":\"score.updated\",\"reason\":\"type_cap\",\"title\":\"Rin Score\"},\"item_id\":\"score.updated\",\"section\":\"score_changed\",\"type\":\"section.item\",\"user_id\":\"u1\",\"v\":1}}",
+            "{\"at\":\"2026-03-11T07:00:40Z\",\"topic\":\"rin.home.sections\",\"key\":\"u1\",\"value\":{\"expires_at\":\"2026-03-13T07:00:40Z\",\"id\":\"rin.delivery.inbox:0:6:1\",\"item\":{\"body\":\"Your Rin Score changed: 58 to 56 (-2). Tap to see what shifted.\",\"deep_link\":\"rin://score\",\"intent_ids\":[\"s2\"],\"notification\":\"score.updated\",\"reason\":\"type_cap\",\"title\":\"Rin Score\"},\"item_id\":\"score.updated\",\"section\":\"score_changed\",\"type\":\"section.item\",\"user_id\":\"u1\",\"v\":1}}",
             "2026-03-10T10:02:00Z field \'section\' is \'nowhere\', not one of circle_suggestions, enrichment_updates, needs_attention, network_health, profile_completion, recently_added, score_changed, upcoming, welcome_back",
         ])
     }
 
     @Test("P-CAT-1 unknown types, wrong categories, engine-only types and missing data are rejected, never guessed")
     func catalogRejects() throws {
-        let d = try EngineDriver.run(BudgetScenarioTests.signup + """
+        let d = try Scenario.run(BudgetScenarioTests.signup + """
 
             {"at":"2026-03-10T11:02:00Z","value":{"type":"intent","id":"x1","notification":"score.exploded","category":"SCORE","data":{}}}
             {"at":"2026-03-10T11:03:00Z","value":{"type":"intent","id":"x2","notification":"score.updated","category":"CONTACTS","data":{"new":3}}}
@@ -192,7 +245,7 @@ import Testing
             {"at":"2026-03-10T11:06:00Z","value":{"type":"intent","id":"x5","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Al"]}}}
             {"at":"2026-03-10T11:07:00Z","value":{"type":"score.computed","batch_id":"b","computed_at":"2026-03-10T11:07:00Z","score":3,"components":{"quality":1,"position":1,"stability":1,"trust":1}}}
             """, until: "2026-03-10T12:00:00Z")
-        #expect(d.outputs.isEmpty)
+        #expect(d.records.isEmpty)
         #expect(d.errors == [
             "2026-03-10T11:02:00Z unknown notification type \'score.exploded\' (P-CAT-1: not in the \'rin\' catalog)",
             "2026-03-10T11:03:00Z field \'category\' is \'CONTACTS\', but \'score.updated\' is in category \'SCORE\'",
@@ -205,7 +258,7 @@ import Testing
 
     @Test("P-CAT-2 a delivery carries notification_id, deep link, category, merged intent ids; ids come from log coordinates")
     func deliveryRecord() throws {
-        let d = try EngineDriver.run(BudgetScenarioTests.signup + """
+        let d = try Scenario.run(BudgetScenarioTests.signup + """
 
             {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"c1","notification":"contacts.sync_conflict","category":"CONTACTS","data":{"count":1,"contact_ids":["c42"]}}}
             {"at":"2026-03-10T10:00:05Z","value":{"type":"intent","id":"c2","notification":"contacts.sync_conflict","category":"CONTACTS","data":{"count":1,"contact_ids":["c42"]}}}

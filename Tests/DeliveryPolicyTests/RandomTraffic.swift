@@ -1,4 +1,5 @@
 import FleetModel
+import FleetSimulation
 import Foundation
 
 /// Random but reproducible inbox traffic for the property tests: one user with a random zone
@@ -7,10 +8,12 @@ import Foundation
 /// quiet mode and the lapse tiers happen.
 struct RandomTraffic {
     struct Line {
-        var at: Timestamp
-        var record: FleetRecord
+        /// The line as `fleetctl simulate` would read it (checked to decode when generated).
+        var input: SimulationInput
         var intentId: String?
         var notification: String?
+
+        var at: Timestamp { input.at }
     }
 
     var lines: [Line] = []
@@ -33,16 +36,21 @@ struct RandomTraffic {
         var quiet = (LocalTimeOfDay(hour: 22, minute: 0), LocalTimeOfDay(hour: 7, minute: 0))
         let pushOff = rng.int(12) == 0
         func add(_ at: Timestamp, _ value: String, intent: (String, String)? = nil) {
-            // Decoded once here; every run of the case feeds the same records.
+            // Parsed once here; every run of the case feeds the same inputs. The simulator
+            // validates each record; `EnginePropertyTests.run` fails a case with a dead letter.
             let n = lines.count
-            let common = "\"v\":1,\"user_id\":\(value.contains("\"tick\"") ? "\"\"" : "\"u1\""),"
+            let isTick = value.contains("\"tick\"")
+            let common = "\"v\":1,\"user_id\":\(isTick ? "\"\"" : "\"u1\""),"
                 + (intent == nil ? "\"id\":\"r\(n)\"," : "\"source\":{\"topic\":\"rin.upstream\",\"partition\":0,\"offset\":\(n)},")
-            let json = "{" + common + value.dropFirst()
+            let key = isTick ? "" : ",\"key\":\"u1\""
+            let line = "{\"at\":\"\(at.rfc3339)\",\"topic\":\"\(Topics.deliveryInbox)\"\(key),\"value\":{" + common + value.dropFirst() + "}"
             do {
-                let record = try RecordCodec.decode(Array(json.utf8), topic: Topics.deliveryInbox)
-                lines.append(Line(at: at, record: record, intentId: intent?.0, notification: intent?.1))
+                guard let input = try SimulationInput.parse(line, line: n + 1) else {
+                    preconditionFailure("RandomTraffic built a blank line")
+                }
+                lines.append(Line(input: input, intentId: intent?.0, notification: intent?.1))
             } catch {
-                preconditionFailure("RandomTraffic built an invalid record \(json): \(error)")
+                preconditionFailure("RandomTraffic built a malformed line \(line): \(error)")
             }
         }
         let zone = Zone(identifier: Self.zones[rng.int(Self.zones.count)]) ?? .utc

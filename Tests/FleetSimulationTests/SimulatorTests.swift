@@ -161,6 +161,17 @@ import Testing
         #expect(throws: SimulationError.self) { try Simulator.fleet(profile: .shipped("nope")) }
     }
 
+    @Test func aFleetWithoutStagesSaysSo() throws {
+        let fleet = try Simulator(stages: [])
+        #expect(fleet.consumedTopics.isEmpty)
+        #expect(throws: SimulationError.unknownTopic(line: 1, topic: "rin.app.activity", consumed: [])) {
+            try SimulationRun.run(Lines.signup("2026-03-02T07:00:00Z", "u1", zone: "UTC", id: "a1"), simulator: fleet)
+        }
+        #expect(SimulationError.unknownTopic(line: 1, topic: "t", consumed: []).description
+            == "line 1: no worker of the simulated fleet consumes topic 't'; this fleet has no worker stages")
+        #expect(try SimulationRun.run("", simulator: fleet) == "")
+    }
+
     @Test func stagesMustNotShareATopicOrAName() {
         #expect(throws: SimulationError.configuration("two stages are named 'x'")) {
             try Simulator(stages: [
