@@ -1,10 +1,12 @@
 import DeliveryWorkload
 
-// Runs the benchmark workload a given number of times (default 1) without the benchmark
-// harness, for profilers (`perf record -g .build/release/DeliveryEngineProfile 3`), and prints
-// the best and median decisions/s of the passes.
-let passes = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 1
-let workload = Workload.make(users: 20_000)
+// Runs the benchmark workload a given number of times (default 1; a second argument sets the
+// number of users, default 20 000) without the benchmark harness, for profilers
+// (`perf record -g .build/release/DeliveryEngineProfile 3`), and prints the best and median
+// decisions/s of the passes.
+let arguments = CommandLine.arguments.dropFirst().compactMap { Int($0) }
+let passes = arguments.first ?? 1
+let workload = Workload.make(users: arguments.dropFirst().first ?? 20_000)
 let clock = ContinuousClock()
 var rates: [Double] = []
 var last = Workload.Result()
