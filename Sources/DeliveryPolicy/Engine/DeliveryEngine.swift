@@ -69,16 +69,12 @@ public struct DeliveryEngine: UserProcessor {
         }
     }
 
-    /// Runs `body` on a step that owns `state` and `context` for its duration (moved in and out
-    /// with `swap`, so no collection is copied).
+    /// Runs `body` on a step that owns `state` and `context` for its duration: they are moved
+    /// in and out (`consume`), so no collection is copied and the state's buffers stay uniquely
+    /// referenced for in-place mutation.
     private func withStep(_ state: inout DeliveryState, _ context: inout ProcessingContext, _ body: (inout EngineStep) -> Void) {
-        var step = EngineStep(prepared: prepared, state: DeliveryState(), context: ProcessingContext(now: context.now, userId: context.userId, ids: context.ids))
-        swap(&step.state, &state)
-        swap(&step.context, &context)
-        step.refreshLocalTime()
+        var step = EngineStep(prepared: prepared, state: consume state, context: consume context)
         body(&step)
-        step.finish()
-        swap(&step.state, &state)
-        swap(&step.context, &context)
+        (state, context) = step.finish()
     }
 }

@@ -15,7 +15,7 @@ struct EngineStep {
     /// times a step, and the calendar arithmetic is not free.
     private(set) var today: Int
 
-    init(prepared: PreparedProfile, state: DeliveryState, context: ProcessingContext) {
+    init(prepared: PreparedProfile, state: consuming DeliveryState, context: consuming ProcessingContext) {
         self.prepared = prepared
         self.state = state
         self.context = context
@@ -26,10 +26,11 @@ struct EngineStep {
 
     mutating func refreshLocalTime() { localNow = zone.localDateTime(at: now) }
 
-    /// Called when the step is done: caches the next lapse trigger, so `nextWakeUp` (asked after
-    /// every record) needs no zone conversion.
-    mutating func finish() {
+    /// Ends the step, handing back the state and the context. Caches the next lapse trigger
+    /// first, so `nextWakeUp` (asked after every record) needs no zone conversion.
+    consuming func finish() -> (DeliveryState, ProcessingContext) {
         state.lapseDueAt = Self.nextLapseTrigger(state, lapse: prepared)
+        return (state, context)
     }
 
     var profile: PolicyProfile { prepared.profile }
