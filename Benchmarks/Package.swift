@@ -16,15 +16,29 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
+        // The realistic mix, shared by the benchmark and the profiling executable.
+        .target(
+            name: "DeliveryWorkload",
+            dependencies: [
+                .product(name: "DeliveryPolicy", package: root),
+                .product(name: "FleetModel", package: root),
+            ],
+            path: "DeliveryWorkload"
+        ),
         .executableTarget(
             name: "DeliveryEngineBenchmark",
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "DeliveryPolicy", package: root),
-                .product(name: "FleetModel", package: root),
+                "DeliveryWorkload",
             ],
             path: "DeliveryEngineBenchmark",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // One pass (or N) of the workload without the harness, for valgrind/perf.
+        .executableTarget(
+            name: "DeliveryEngineProfile",
+            dependencies: ["DeliveryWorkload"],
+            path: "DeliveryEngineProfile"
         ),
     ],
     swiftLanguageModes: [.v6]

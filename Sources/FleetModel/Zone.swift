@@ -60,12 +60,17 @@ public struct Zone: Hashable, Sendable {
         let wall = local.wallSeconds
         let before = table.offset(atSecond: wall - 86_400)
         let after = table.offset(atSecond: wall + 86_400)
-        var candidates: [Int64] = []
-        for offset in [before, after] {
-            let t = wall - offset
-            if table.offset(atSecond: t) == offset, !candidates.contains(t) { candidates.append(t) }
+        // The wall time exists under the offset before and/or after a transition in between:
+        // the earliest instant that maps back to it is the answer.
+        let early = wall - before, late = wall - after
+        let earlyValid = table.offset(atSecond: early) == before
+        let lateValid = table.offset(atSecond: late) == after
+        switch (earlyValid, lateValid) {
+        case (true, true): return Timestamp(secondsSinceEpoch: min(early, late))
+        case (true, false): return Timestamp(secondsSinceEpoch: early)
+        case (false, true): return Timestamp(secondsSinceEpoch: late)
+        case (false, false): break
         }
-        if let first = candidates.min() { return Timestamp(secondsSinceEpoch: first) }
         // In a gap: the transition lies between wall - after and wall - before.
         var low = wall - max(before, after)
         var high = wall - min(before, after)

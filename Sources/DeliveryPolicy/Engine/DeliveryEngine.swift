@@ -13,9 +13,11 @@ public struct DeliveryEngine: UserProcessor {
     public typealias State = DeliveryState
 
     public let profile: PolicyProfile
+    private let prepared: PreparedProfile
 
     public init(profile: PolicyProfile) {
         self.profile = profile
+        self.prepared = PreparedProfile(profile)
     }
 
     public func initialState(userId: String) -> DeliveryState { DeliveryState() }
@@ -27,13 +29,14 @@ public struct DeliveryEngine: UserProcessor {
         case .tick:
             return  // timers were fired by the runtime before this record
         case .intent(let intent):
-            let type = try IntentValidation.validate(intent, profile: profile)
+            let type = try IntentValidation.validate(intent, profile: prepared)
             if state.memory.contains(intent.id) { return }  // P-IDEM-1
             withStep(&state, &context) { $0.intentArrived(intent, type: type) }
         case .sectionItem, .retentionEvent, .userSignedUp, .appOpened, .notificationOpened, .notificationDismissed,
             .settingsChanged, .permissionChanged, .userAction, .scoreViewed:
-            if state.memory.contains(record.id) { return }  // P-IDEM-1: a re-sent copy changes nothing
-            withStep(&state, &context) { $0.recordArrived(record) }
+            let id = Self.activityRecordID(record)
+            if state.memory.contains(id) { return }  // P-IDEM-1: a re-sent copy changes nothing
+            withStep(&state, &context) { $0.recordArrived(record, id: id) }
         case .scoreComputed, .contactsSyncCompleted, .reminderUpserted, .reminderCancelled, .accessRequested,
             .securityNewSignin, .securitySuspiciousActivity, .delivery, .decision:
             throw RecordError("type '\(record.type)' does not belong on topic '\(Topics.deliveryInbox)'")
@@ -48,16 +51,30 @@ public struct DeliveryEngine: UserProcessor {
         EngineStep.nextWakeUp(state, profile: profile)
     }
 
-    /// Runs `body` on a step that owns `state` and `context` for its duration (moved in and out
-    /// with `swap`, so no collection is copied).
+    /// `record.id` for the records `recordArrived` handles. `FleetRecord.id` reads it through
+    /// the `any RecordPayload` existential, which copies the record into a heap box on every
+    /// call; this switch reads the field directly.
+    private static func activityRecordID(_ record: FleetRecord) -> String {
+        switch record {
+        case .sectionItem(let r): r.id
+        case .retentionEvent(let r): r.id
+        case .userSignedUp(let r): r.id
+        case .appOpened(let r): r.id
+        case .notificationOpened(let r), .notificationDismissed(let r): r.id
+        case .settingsChanged(let r): r.id
+        case .permissionChanged(let r): r.id
+        case .userAction(let r): r.id
+        case .scoreViewed(let r): r.id
+        default: record.id
+        }
+    }
+
+    /// Runs `body` on a step that owns `state` and `context` for its duration: they are moved
+    /// in and out (`consume`), so no collection is copied and the state's buffers stay uniquely
+    /// referenced for in-place mutation.
     private func withStep(_ state: inout DeliveryState, _ context: inout ProcessingContext, _ body: (inout EngineStep) -> Void) {
-        var step = EngineStep(profile: profile, state: DeliveryState(), context: ProcessingContext(now: context.now, userId: context.userId, ids: context.ids))
-        swap(&step.state, &state)
-        swap(&step.context, &context)
-        step.refreshLocalTime()
+        var step = EngineStep(prepared: prepared, state: consume state, context: consume context)
         body(&step)
-        step.finish()
-        swap(&step.state, &state)
-        swap(&step.context, &context)
+        (state, context) = step.finish()
     }
 }

@@ -3,9 +3,10 @@ import FleetModel
 /// Forwarded `rin.app.activity` records and the upstream section items and events that pass
 /// through the delivery worker.
 extension EngineStep {
-    mutating func recordArrived(_ record: FleetRecord) {
+    /// `id` is `record.id`, read by the caller.
+    mutating func recordArrived(_ record: FleetRecord, id: String) {
         prune()
-        state.memory.remember(record.id, at: now)  // P-IDEM-1
+        state.memory.remember(id, at: now)  // P-IDEM-1
         switch record {
         case .sectionItem(let item): passThrough(item)
         case .retentionEvent(let event): passThrough(event)

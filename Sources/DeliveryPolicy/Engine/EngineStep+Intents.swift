@@ -83,14 +83,22 @@ extension EngineStep {
 
     /// P-SEC-2 / P-BUD-4: one section item per type among `intents`, with the merged copy.
     mutating func emitSectionItems(for intents: [PendingIntent], reason: String) {
-        var order: [String] = []
-        var groups: [String: [PendingIntent]] = [:]
-        for intent in intents {
-            if groups[intent.type] == nil { order.append(intent.type) }
-            groups[intent.type, default: []].append(intent)
+        // Groups by type in order of first appearance. A batch holds one type or a few, so a
+        // linear scan beats hashing into a dictionary.
+        var groups: [(name: String, intents: [PendingIntent])] = []
+        if let first = intents.first, intents.allSatisfy({ $0.type == first.type }) {
+            groups = [(first.type, intents)]
+        } else {
+            for intent in intents {
+                if let i = groups.firstIndex(where: { $0.name == intent.type }) {
+                    groups[i].intents.append(intent)
+                } else {
+                    groups.append((intent.type, [intent]))
+                }
+            }
         }
-        for name in order {
-            guard let type = profile.catalog[name], let section = type.section, let group = groups[name],
+        for (name, group) in groups {
+            guard let type = profile.catalog[name], let section = type.section,
                   let rendered = Renderer.render(type, group)
             else { continue }
             var itemId = name

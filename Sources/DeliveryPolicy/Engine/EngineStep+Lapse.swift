@@ -107,31 +107,50 @@ extension EngineStep {
     // MARK: Tiers
 
     /// Every lapse trigger not yet fired, with the instant it is due.
-    static func lapseTriggers(_ state: DeliveryState, profile: PolicyProfile) -> [(at: Timestamp, trigger: LapseTrigger)] {
-        let zone = state.zone ?? .utc
+    static func lapseTriggers(_ state: DeliveryState, lapse prepared: PreparedProfile) -> [(at: Timestamp, trigger: LapseTrigger)] {
         var out: [(at: Timestamp, trigger: LapseTrigger)] = []
-        if let lastOpen = state.lastOpenAt {
-            let openDay = zone.localDate(at: lastOpen)
-            let lapse = profile.lapse
-            if !state.lapse.hasFired(.quietMode) {
-                out.append((zone.startOfDay(openDay.adding(days: lapse.quietModeDays)), .quietMode))
-            } else if !state.lapse.hasFired(.valueReminder) {
-                out.append((zone.startOfDay(openDay.adding(days: lapse.valueReminderDays)), .valueReminder))
-            } else if !state.lapse.hasFired(.dormant) {
-                out.append((zone.startOfDay(openDay.adding(days: lapse.dormantDays)), .dormant))
-            }
-        }
-        if !state.lapse.noActionFired, let lastAction = state.lastActionAt {
-            let day = zone.localDate(at: lastAction).adding(days: profile.lapse.noActionDays)
-            out.append((zone.startOfDay(day), .noAction))
-        }
+        if let tier = tierTrigger(state, lapse: prepared) { out.append(tier) }
+        if let at = noActionTrigger(state, lapse: prepared) { out.append((at, .noAction)) }
         return out
+    }
+
+    /// The earliest of `lapseTriggers`, without building the list (asked at the end of every step).
+    static func nextLapseTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile) -> Timestamp? {
+        let tier = tierTrigger(state, lapse: prepared)?.at
+        let noAction = noActionTrigger(state, lapse: prepared)
+        guard let tier else { return noAction }
+        guard let noAction else { return tier }
+        return min(tier, noAction)
+    }
+
+    /// The next §7 inactivity tier not yet fired, counted from the last open.
+    private static func tierTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile) -> (at: Timestamp, trigger: LapseTrigger)? {
+        guard let lastOpen = state.lastOpenAt else { return nil }
+        let zone = state.zone ?? .utc
+        let openDay = zone.localDate(at: lastOpen)
+        let lapse = prepared.profile.lapse
+        if !state.lapse.hasFired(.quietMode) {
+            return (zone.startOfDay(openDay.adding(days: lapse.quietModeDays)), .quietMode)
+        } else if !state.lapse.hasFired(.valueReminder) {
+            return (zone.startOfDay(openDay.adding(days: lapse.valueReminderDays)), .valueReminder)
+        } else if !state.lapse.hasFired(.dormant) {
+            return (zone.startOfDay(openDay.adding(days: lapse.dormantDays)), .dormant)
+        }
+        return nil
+    }
+
+    /// §9.1: the day "no intentional action" is due, unless already handled for this gap.
+    private static func noActionTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile) -> Timestamp? {
+        guard !state.lapse.noActionFired, let lastAction = state.lastActionAt else { return nil }
+        let zone = state.zone ?? .utc
+        let day = zone.localDate(at: lastAction).adding(days: prepared.profile.lapse.noActionDays)
+        return zone.startOfDay(day)
     }
 
     /// Fires every lapse trigger due by now, in time order.
     mutating func fireLapseTriggers() {
         guard let due = state.lapseDueAt, due <= now else { return }
-        while let next = Self.lapseTriggers(state, profile: profile).filter({ $0.at <= now }).min(by: { ($0.at, $0.trigger.rawValue) < ($1.at, $1.trigger.rawValue) }) {
+        while let next = Self.lapseTriggers(state, lapse: prepared).filter({ $0.at <= now }).min(by: { ($0.at, $0.trigger.rawValue) < ($1.at, $1.trigger.rawValue) }) {
             fire(next.trigger)
         }
     }

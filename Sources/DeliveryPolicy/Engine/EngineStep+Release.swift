@@ -11,7 +11,7 @@ private struct Verdict {
 extension EngineStep {
     /// Decides candidates released at the same instant: rank order, then oldest first (P-BUD-2).
     mutating func release(_ batch: [Candidate]) {
-        let ordered = batch.sorted { a, b in
+        let ordered = batch.count < 2 ? batch : batch.sorted { a, b in
             let ra = rank(of: a), rb = rank(of: b)
             if ra != rb { return ra < rb }
             if a.firstArrival != b.firstArrival { return a.firstArrival < b.firstArrival }
@@ -147,13 +147,12 @@ extension EngineStep {
     /// The notification a window delivers: a type that supersedes another present (milestone
     /// over updated), else the lowest rank, then the earliest (P-COAL-1).
     private func primaryType(of intents: [PendingIntent]) -> PolicyProfile.NotificationType? {
-        let present = Set(intents.map(\.type))
         var best: PolicyProfile.NotificationType?
         for intent in intents {
             guard let type = profile.catalog[intent.type] else { continue }
             guard let current = best else { best = type; continue }
             if type.name == current.name { continue }
-            let beatsBySupersede = type.supersedes.contains(current.name) && present.contains(current.name)
+            let beatsBySupersede = type.supersedes.contains(current.name) && intents.contains { $0.type == current.name }
             let losesBySupersede = current.supersedes.contains(type.name)
             if beatsBySupersede || (!losesBySupersede && type.rank < current.rank) { best = type }
         }

@@ -3,33 +3,41 @@ import FleetModel
 /// One engine step: the profile, the user's state and the context it writes to. The rule
 /// families extend it in their own files (intents, release, activity, lapse, timers).
 struct EngineStep {
-    let profile: PolicyProfile
+    let prepared: PreparedProfile
     var state: DeliveryState
     var context: ProcessingContext
     /// The local wall clock at `now`, computed once per step (and again if the zone changes):
     /// zone conversions are the most expensive thing the engine does.
-    var localNow: LocalDateTime
+    private(set) var localNow: LocalDateTime {
+        didSet { today = localNow.date.daysSinceEpoch }
+    }
+    /// `localNow`'s date as days since the epoch: the ledger and pruning ask for it many
+    /// times a step, and the calendar arithmetic is not free.
+    private(set) var today: Int
 
-    init(profile: PolicyProfile, state: DeliveryState, context: ProcessingContext) {
-        self.profile = profile
+    init(prepared: PreparedProfile, state: consuming DeliveryState, context: consuming ProcessingContext) {
+        self.prepared = prepared
         self.state = state
         self.context = context
-        self.localNow = (state.zone ?? .utc).localDateTime(at: context.now)
+        let localNow = (state.zone ?? .utc).localDateTime(at: context.now)
+        self.localNow = localNow
+        self.today = localNow.date.daysSinceEpoch
     }
 
     mutating func refreshLocalTime() { localNow = zone.localDateTime(at: now) }
 
-    /// Called when the step is done: caches the next lapse trigger, so `nextWakeUp` (asked after
-    /// every record) needs no zone conversion.
-    mutating func finish() {
-        state.lapseDueAt = Self.lapseTriggers(state, profile: profile).map(\.at).min()
+    /// Ends the step, handing back the state and the context. Caches the next lapse trigger
+    /// first, so `nextWakeUp` (asked after every record) needs no zone conversion.
+    consuming func finish() -> (DeliveryState, ProcessingContext) {
+        state.lapseDueAt = Self.nextLapseTrigger(state, lapse: prepared)
+        return (state, context)
     }
 
+    var profile: PolicyProfile { prepared.profile }
     var now: Timestamp { context.now }
     var userId: String { context.userId }
     /// P-TIME-1: the user's zone, UTC until one is known.
     var zone: Zone { state.zone ?? .utc }
-    var today: Int { localNow.date.daysSinceEpoch }
 
     var quietHours: QuietHoursWindow {
         if let q = state.quietHours { return QuietHoursWindow(start: q.start, end: q.end) }
@@ -50,7 +58,10 @@ struct EngineStep {
     }
 
     mutating func updateLedger(_ change: (inout DayLedger) -> Void) {
-        var l = ledger()
+        let day = today
+        // Moved out of the state (not copied), so `change` mutates uniquely referenced
+        // collections instead of copying them.
+        var l = state.day.take().flatMap { $0.day == day ? $0 : nil } ?? DayLedger(day: day)
         change(&l)
         state.day = l
     }

@@ -14,14 +14,14 @@ enum Renderer {
     /// Nil when the merged intents have nothing to say (a score that moved and came back).
     static func render(_ type: PolicyProfile.NotificationType, _ intents: [PendingIntent]) -> RenderedNotification? {
         guard let first = intents.first, let last = intents.last else { return nil }
-        var values = scalars(of: first.data)
+        var values = TemplateValues(data: first.data)
         var subjects = 1
         let variant: String
         switch type.merge {
         case .first:
             variant = "one"
         case .latest:
-            values = scalars(of: last.data)
+            values = TemplateValues(data: last.data)
             variant = "one"
         case .sumCount:
             let total = intents.reduce(Int64(0)) { $0 + ($1.data["count"]?.intValue ?? 0) }
@@ -71,7 +71,8 @@ enum Renderer {
         guard let template = type.copy[variant] else { return nil }
         let link = subjects > 1 ? (type.deepLinkMerged ?? type.deepLink) : type.deepLink
         return RenderedNotification(
-            type: type.name, title: type.title.render(values), body: template.render(values), deepLink: link.render(values))
+            type: type.name, title: type.title.render { values[$0] }, body: template.render { values[$0] },
+            deepLink: link.render { values[$0] })
     }
 
     /// Renders a notification the engine makes itself (digest, lapse tiers).
@@ -83,7 +84,7 @@ enum Renderer {
 
     /// `contact_ids` of all intents, in order: `{contact_id}` is the first; returns how many
     /// distinct contacts there are.
-    private static func addContacts(_ intents: [PendingIntent], to values: inout [String: String]) -> Int {
+    private static func addContacts(_ intents: [PendingIntent], to values: inout TemplateValues) -> Int {
         var ids: [String] = []
         for intent in intents {
             for id in (intent.data["contact_ids"]?.arrayValue ?? []).compactMap(\.stringValue) where !ids.contains(id) {
@@ -94,19 +95,45 @@ enum Renderer {
         return ids.count
     }
 
-    /// The scalar fields of `data` as text, for `{field}` placeholders.
-    static func scalars(of data: JSONObject) -> [String: String] {
-        var out: [String: String] = [:]
-        out.reserveCapacity(data.count)
-        for (key, value) in data {
-            switch value {
-            case .string(let s): out[key] = s
-            case .int(let i): out[key] = String(i)
-            case .bool(let b): out[key] = b ? "true" : "false"
-            case .double(let d): out[key] = d.rounded() == d && abs(d) < 1e15 ? String(Int64(d)) : String(d)
-            case .null, .array, .object: break
+    /// A scalar field of `data` as text, for `{field}` placeholders; nil for null, lists and objects.
+    static func placeholderText(_ value: JSONValue) -> String? {
+        switch value {
+        case .string(let s): s
+        case .int(let i): String(i)
+        case .bool(let b): b ? "true" : "false"
+        case .double(let d): d.rounded() == d && abs(d) < 1e15 ? String(Int64(d)) : String(d)
+        case .null, .array, .object: nil
+        }
+    }
+}
+
+/// The placeholder values of one notification: the scalar fields of an intent's `data` (as
+/// `Renderer.placeholderText`), overridden by the values the merge rule computes.
+///
+/// Why not a `[String: String]`: rendering runs for nearly every decision, and copying every
+/// field of `data` into a fresh dictionary cost more than the rendering itself. Fields are
+/// converted when a template reads them, and the few computed values are scanned linearly.
+struct TemplateValues {
+    private let data: JSONObject
+    private var computed: [(key: String, value: String?)] = []
+
+    init(data: JSONObject) {
+        self.data = data
+        computed.reserveCapacity(4)
+    }
+
+    subscript(key: String) -> String? {
+        get {
+            if let i = computed.firstIndex(where: { $0.key == key }) { return computed[i].value }
+            return data[key].flatMap(Renderer.placeholderText)
+        }
+        set {
+            // Like a dictionary over the data fields: nil hides a field.
+            if let i = computed.firstIndex(where: { $0.key == key }) {
+                computed[i].value = newValue
+            } else {
+                computed.append((key, newValue))
             }
         }
-        return out
     }
 }

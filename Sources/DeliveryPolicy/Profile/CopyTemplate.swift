@@ -15,6 +15,9 @@ public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
     public let source: String
     /// Every placeholder name the template reads.
     public let placeholders: Set<String>
+    /// The usual length in UTF-8 bytes of a rendered line: the literal text, the longer plural
+    /// form and a few bytes per value. Only sizes the output buffer.
+    let expectedLength: Int
 
     /// Parses `source`; the error text says what is wrong (the caller adds the field path).
     public init(parsing source: String) throws(TemplateSyntaxError) {
@@ -50,19 +53,34 @@ public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
         self.segments = segments
         self.source = source
         self.placeholders = names
+        self.expectedLength = segments.reduce(0) { length, segment in
+            switch segment {
+            case .text(let text): length + text.utf8.count
+            case .value: length + 8
+            case .plural(_, let one, let other): length + max(one.utf8.count, other.utf8.count)
+            }
+        }
     }
 
     /// Fills the placeholders from `values`. Callers check `placeholders` against what they
     /// can provide before rendering (the profile loader and intent validation do), so a missing
     /// value cannot reach a user; it renders empty rather than trapping.
     public func render(_ values: [String: String]) -> String {
+        render { values[$0] }
+    }
+
+    /// As `render(_:)`, reading each placeholder's value from `value` (nil renders empty).
+    func render(_ value: (String) -> String?) -> String {
         var out = ""
+        // One allocation for the usual result instead of one per growth step; short results
+        // stay in Swift's inline small-string form, which needs none.
+        if expectedLength > 15 { out.reserveCapacity(expectedLength) }
         for segment in segments {
             switch segment {
             case .text(let text): out += text
-            case .value(let key): out += values[key] ?? ""
+            case .value(let key): out += value(key) ?? ""
             case .plural(let key, let one, let other):
-                let n = values[key].flatMap { Int($0) }
+                let n = value(key).flatMap { Int($0) }
                 out += (n == 1 || n == -1) ? one : other
             }
         }

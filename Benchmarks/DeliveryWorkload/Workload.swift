@@ -1,0 +1,136 @@
+import DeliveryPolicy
+import FleetModel
+
+/// The benchmark's realistic mix (see DeliveryEngineBenchmark), shared with
+/// `DeliveryEngineProfile`, a plain executable that runs it under valgrind/perf.
+public struct Workload: Sendable {
+    public struct Input: Sendable {
+        var at: Timestamp
+        var user: Int
+        var record: FleetRecord
+    }
+
+    public struct Result {
+        public var decisions = 0
+        public var records = 0
+        public var idleBytes: [Int] = []
+        public var busyBytes: [Int] = []
+        public init() {}
+    }
+
+    let engine: DeliveryEngine
+    let inputs: [Input]
+    let users: Int
+    let busy: Set<Int>
+    let end: Timestamp
+
+    /// Feeds the whole workload from fresh states; with `measuringState`, also serialises every
+    /// final state (outside the decisions/s measurement).
+    public func run(measuringState: Bool = false) -> Result {
+        var states = (0..<users).map { engine.initialState(userId: "u\($0)") }
+        var result = Result()
+        var offset: Int64 = 0
+        func step(_ user: Int, until time: Timestamp, ids: inout OutputIDs) {
+            while let due = engine.nextWakeUp(states[user]), due <= time {
+                var context = ProcessingContext(now: due, userId: "u\(user)", ids: ids)
+                engine.fireTimers(state: &states[user], context: &context)
+                ids = context.ids
+                count(context.outputs, into: &result)
+            }
+        }
+        for input in inputs {
+            var ids = OutputIDs(origin: SourceCoordinates(topic: Topics.deliveryInbox, partition: 0, offset: offset))
+            offset += 1
+            step(input.user, until: input.at, ids: &ids)
+            var context = ProcessingContext(now: input.at, userId: "u\(input.user)", ids: ids)
+            try? engine.process(input.record, state: &states[input.user], context: &context)
+            count(context.outputs, into: &result)
+            result.records += 1
+        }
+        for user in 0..<users {
+            var ids = OutputIDs(origin: SourceCoordinates(topic: "end", partition: 0, offset: Int64(user)))
+            step(user, until: end, ids: &ids)
+        }
+        for user in 0..<users where measuringState {
+            let bytes = states[user].serialized().count
+            if busy.contains(user) { result.busyBytes.append(bytes) } else { result.idleBytes.append(bytes) }
+        }
+        return result
+    }
+
+    private func count(_ outputs: [OutputRecord], into result: inout Result) {
+        for output in outputs { if case .decision = output.record { result.decisions += 1 } }
+    }
+
+    public static func make(users: Int) -> Workload {
+        let profile: PolicyProfile
+        do { profile = try PolicyProfile.shipped("rin") } catch { fatalError("rin profile: \(error)") }
+        var rng = SplitMix64(state: 42)
+        let zones = ["UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Asia/Kathmandu", "Australia/Sydney"].compactMap(Zone.init(identifier:))
+        let start = Timestamp(rfc3339: "2026-03-02T00:00:00Z") ?? Timestamp(millisecondsSinceEpoch: 0)
+        var inputs: [Input] = []
+        var busy: Set<Int> = []
+        var intentNumber = 0
+        func intent(_ user: Int, _ notification: String, _ category: String, _ data: JSONObject) -> FleetRecord {
+            intentNumber += 1
+            return .intent(Intent(
+                id: "i\(intentNumber)", userId: "u\(user)", notification: notification, category: category, data: data,
+                source: SourceCoordinates(topic: "rin.upstream", partition: 0, offset: Int64(intentNumber))))
+        }
+        for user in 0..<users {
+            let id = "u\(user)"
+            let zone = zones[rng.int(zones.count)]
+            let signup = start + .seconds(Int64(rng.int(86_400)))
+            inputs.append(Input(at: signup, user: user, record: .userSignedUp(UserSignedUp(id: "s\(user)", userId: id, timeZone: zone))))
+            inputs.append(Input(at: signup + .seconds(5), user: user, record: .appOpened(AppOpened(id: "o\(user)", userId: id, entrySource: .organic))))
+            let kind = rng.int(100)
+            if kind < 80 {
+                // Idle: the odd open and the odd intent.
+                if rng.int(3) == 0 {
+                    inputs.append(Input(at: signup + .hours(Int64(30 + rng.int(30))), user: user,
+                                        record: .appOpened(AppOpened(id: "o2\(user)", userId: id, entrySource: .organic))))
+                }
+                if rng.int(4) == 0 {
+                    inputs.append(Input(at: signup + .hours(Int64(20 + rng.int(40))), user: user,
+                                        record: intent(user, "contacts.dedup_ready", "CONTACTS", ["count": .int(Int64(1 + rng.int(4)))])))
+                }
+            } else if kind < 95 {
+                busy.insert(user)
+                for burst in 0..<(3 + rng.int(5)) {
+                    var t = signup + .hours(Int64(6 + burst * 9 + rng.int(6)))
+                    for _ in 0..<(3 + rng.int(8)) {
+                        t = t + .seconds(Int64(1 + rng.int(8)))
+                        if rng.int(2) == 0 {
+                            let old = 40 + rng.int(40)
+                            inputs.append(Input(at: t, user: user, record: intent(user, "score.updated", "SCORE",
+                                ["old": .int(Int64(old)), "new": .int(Int64(old + 2 + rng.int(5))), "label": "Good"])))
+                        } else {
+                            inputs.append(Input(at: t, user: user, record: intent(user, "contacts.enrichment", "CONTACTS",
+                                ["names": ["Alice", "Bob"], "contact_ids": ["c1", "c2"]])))
+                        }
+                    }
+                }
+            } else {
+                busy.insert(user)
+                for n in 0..<(1 + rng.int(4)) {
+                    inputs.append(Input(at: signup + .hours(Int64(2 + n * 11)), user: user, record: intent(user, "security.access_request", "SECURITY",
+                        ["request_id": .string("q\(user)-\(n)"), "requester_name": "Carol", "field": "email"])))
+                }
+            }
+        }
+        inputs.sort { ($0.at, $0.user) < ($1.at, $1.user) }
+        return Workload(engine: DeliveryEngine(profile: profile), inputs: inputs, users: users, busy: busy, end: start + .days(4))
+    }
+}
+
+struct SplitMix64 {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func int(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+}
