@@ -140,43 +140,55 @@ import Testing
     @Test("P-IDEM-1 re-sending a prefix (copies appended to the log, within the idempotency window) changes nothing")
     func prefixTwice() async {
         await propertyCheck(count: Self.cases, input: Self.seeds, Gen.int(in: 0...1000)) { seed, cut in
-            let traffic = RandomTraffic(seed: seed)
-            let k = cut % (traffic.lines.count + 1)
-            var copies = 0
-            var whole: Scenario, replayed: Scenario
-            do {
-                whole = try Scenario(profile: Self.profile)
-                for line in traffic.lines.prefix(k) { try whole.feed(line.input) }
-                // The simulator is a value: `replayed` goes on from the same prefix on its own.
-                replayed = whole
-                if let now = replayed.simulator.time {
-                    // A producer re-sending after a crash appends copies now; the engine must
-                    // recognise every one it still remembers.
-                    let horizon = now - Self.profile.idempotency.remember + .minutes(1)
-                    for line in traffic.lines.prefix(k) where line.at >= horizon {
-                        var copy = line.input
-                        copy.at = now
-                        copy.line = traffic.lines.count + copies + 1
-                        try replayed.feed(copy)
-                        copies += 1
-                    }
-                }
-                for line in traffic.lines.dropFirst(k) {
-                    try whole.feed(line.input)
-                    try replayed.feed(line.input)
-                }
-                whole.advance(to: traffic.end)
-                replayed.advance(to: traffic.end)
-            } catch {
-                Issue.record("seed \(seed): \(error)")
-                return
-            }
-            #expect(whole.errors.isEmpty && replayed.errors.isEmpty, "seed \(seed): \(replayed.errors)")
-            // The copies took `copies` offsets of the inbox log, so every later record, and every
-            // id derived from one, sits that much further on; nothing else may differ.
-            let expected = whole.jsonl.map { Self.shiftingInboxOffsets($0, from: k, by: copies) }
-            #expect(replayed.jsonl == expected, "seed \(seed) cut \(k) copies \(copies)")
+            Self.checkPrefixTwice(seed: seed, cut: cut)
         }
+    }
+
+    /// Found by `prefixTwice`: two rank-4 windows closing at the same instant were ordered by
+    /// their ids as text, so re-sent copies that pushed one offset from 9 to 10 swapped them
+    /// (P-BUD-2 "oldest first").
+    @Test("P-BUD-2 P-IDEM-1 ties at release follow log order, not the text of ids (regression)")
+    func tieFollowsLogOrder() {
+        Self.checkPrefixTwice(seed: 7_496_759_477_611_037_457, cut: 2)
+    }
+
+    static func checkPrefixTwice(seed: UInt64, cut: Int) {
+        let traffic = RandomTraffic(seed: seed)
+        let k = cut % (traffic.lines.count + 1)
+        var copies = 0
+        var whole: Scenario, replayed: Scenario
+        do {
+            whole = try Scenario(profile: Self.profile)
+            for line in traffic.lines.prefix(k) { try whole.feed(line.input) }
+            // The simulator is a value: `replayed` goes on from the same prefix on its own.
+            replayed = whole
+            if let now = replayed.simulator.time {
+                // A producer re-sending after a crash appends copies now; the engine must
+                // recognise every one it still remembers.
+                let horizon = now - Self.profile.idempotency.remember + .minutes(1)
+                for line in traffic.lines.prefix(k) where line.at >= horizon {
+                    var copy = line.input
+                    copy.at = now
+                    copy.line = traffic.lines.count + copies + 1
+                    try replayed.feed(copy)
+                    copies += 1
+                }
+            }
+            for line in traffic.lines.dropFirst(k) {
+                try whole.feed(line.input)
+                try replayed.feed(line.input)
+            }
+            whole.advance(to: traffic.end)
+            replayed.advance(to: traffic.end)
+        } catch {
+            Issue.record("seed \(seed): \(error)")
+            return
+        }
+        #expect(whole.errors.isEmpty && replayed.errors.isEmpty, "seed \(seed): \(replayed.errors)")
+        // The copies took `copies` offsets of the inbox log, so every later record, and every
+        // id derived from one, sits that much further on; nothing else may differ.
+        let expected = whole.jsonl.map { Self.shiftingInboxOffsets($0, from: k, by: copies) }
+        #expect(replayed.jsonl == expected, "seed \(seed) cut \(k) copies \(copies)")
     }
 
     @Test("splitting a run anywhere and resuming from the serialised simulation gives the same output")

@@ -15,7 +15,7 @@ extension EngineStep {
             let ra = rank(of: a), rb = rank(of: b)
             if ra != rb { return ra < rb }
             if a.firstArrival != b.firstArrival { return a.firstArrival < b.firstArrival }
-            return a.notificationId < b.notificationId
+            return LogOrder.precedes(a.notificationId, b.notificationId)
         }
         for candidate in ordered {
             if let stillPending = decide(candidate) { state.pending.append(stillPending) }
