@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "DeliveryPolicy", targets: ["DeliveryPolicy"]),
         .library(name: "UpstreamProcessors", targets: ["UpstreamProcessors"]),
         .library(name: "FleetSimulation", targets: ["FleetSimulation"]),
+        .library(name: "FleetTestSupport", targets: ["FleetTestSupport"]),
         .executable(name: "fleetctl", targets: ["fleetctl"]),
         .executable(name: "access-worker", targets: ["access-worker"]),
         .executable(name: "delivery-worker", targets: ["delivery-worker"]),
@@ -73,6 +74,11 @@ let package = Package(
         .target(
             name: "FleetSimulation",
             dependencies: ["FleetModel", "DeliveryPolicy", "UpstreamProcessors"],
+            swiftSettings: strict
+        ),
+        // Seeded generators for test traffic and benchmark workloads (never used by the logic).
+        .target(
+            name: "FleetTestSupport",
             swiftSettings: strict
         ),
         // Kafka-facing worker plumbing (consume loop, DLQ, topic set, lifecycle).
@@ -134,6 +140,7 @@ let package = Package(
             dependencies: [
                 "DeliveryPolicy",
                 "FleetSimulation",
+                "FleetTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
@@ -142,6 +149,7 @@ let package = Package(
             dependencies: [
                 "UpstreamProcessors",
                 "FleetSimulation",
+                "FleetTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

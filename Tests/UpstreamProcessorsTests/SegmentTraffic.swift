@@ -1,4 +1,5 @@
 import FleetModel
+import FleetTestSupport
 import Foundation
 
 /// One external input record and the log time at which it is processed.
@@ -257,33 +258,3 @@ private struct UserTraffic {
 
 private func percent(_ value: Int) -> Int { min(100, max(0, value)) }
 
-/// A small, fast, portable PRNG (SplitMix64): the same seed gives the same numbers everywhere.
-struct SplitMix64: Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// An independent generator, so one user's draws do not shift another's.
-    mutating func split() -> SplitMix64 { SplitMix64(seed: next()) }
-
-    mutating func int(_ range: ClosedRange<Int>) -> Int {
-        range.lowerBound + Int(next() % UInt64(range.upperBound - range.lowerBound + 1))
-    }
-
-    mutating func chance(_ p: Double) -> Bool { Double(next() >> 11) / Double(1 << 53) < p }
-
-    mutating func shuffle<T>(_ values: inout [T]) {
-        guard values.count > 1 else { return }
-        for i in stride(from: values.count - 1, to: 0, by: -1) {
-            values.swapAt(i, int(0...i))
-        }
-    }
-}
