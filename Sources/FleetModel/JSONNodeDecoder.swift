@@ -86,32 +86,32 @@ enum NodeDecoding {
         .dataCorrupted(.init(codingPath: [], debugDescription: "The given data was not valid JSON."))
     }
 
-    static func typeMismatch(_ type: Any.Type, _ node: JSONNode, _ path: CodingPathNode) -> DecodingError {
-        .typeMismatch(type, .init(codingPath: path.keys, debugDescription: "Expected to decode \(type) but found \(node.kindName) instead."))
+    static func typeMismatch(_ type: Any.Type, _ node: JSONNode, _ path: @autoclosure () -> CodingPathNode) -> DecodingError {
+        .typeMismatch(type, .init(codingPath: path().keys, debugDescription: "Expected to decode \(type) but found \(node.kindName) instead."))
     }
 
-    static func valueNotFound(_ type: Any.Type, _ path: CodingPathNode) -> DecodingError {
-        .valueNotFound(type, .init(codingPath: path.keys, debugDescription: "Cannot get value of type \(type) -- found null value instead"))
+    static func valueNotFound(_ type: Any.Type, _ path: @autoclosure () -> CodingPathNode) -> DecodingError {
+        .valueNotFound(type, .init(codingPath: path().keys, debugDescription: "Cannot get value of type \(type) -- found null value instead"))
     }
 
-    static func string(_ node: JSONNode, _ path: CodingPathNode) throws -> String {
+    static func string(_ node: JSONNode, _ path: @autoclosure () -> CodingPathNode) throws -> String {
         switch node {
         case .string(let s): return s
         case .invalidString: throw notValidJSON
-        case .null: throw valueNotFound(String.self, path)
-        default: throw typeMismatch(String.self, node, path)
+        case .null: throw valueNotFound(String.self, path())
+        default: throw typeMismatch(String.self, node, path())
         }
     }
 
-    static func bool(_ node: JSONNode, _ path: CodingPathNode) throws -> Bool {
+    static func bool(_ node: JSONNode, _ path: @autoclosure () -> CodingPathNode) throws -> Bool {
         switch node {
         case .bool(let b): return b
-        case .null: throw valueNotFound(Bool.self, path)
-        default: throw typeMismatch(Bool.self, node, path)
+        case .null: throw valueNotFound(Bool.self, path())
+        default: throw typeMismatch(Bool.self, node, path())
         }
     }
 
-    static func integer<T: FixedWidthInteger>(_ node: JSONNode, _ path: CodingPathNode) throws -> T {
+    static func integer<T: FixedWidthInteger>(_ node: JSONNode, _ path: @autoclosure () -> CodingPathNode) throws -> T {
         switch node {
         case .number(.int(let i)):
             guard let value = T(exactly: i) else { throw notValidJSON }
@@ -120,43 +120,43 @@ enum NodeDecoding {
             guard let value = JSONNumber.wholeNumber(d, text: text, as: T.self) else { throw notValidJSON }
             return value
         case .number(.bigInteger), .number(.invalid): throw notValidJSON
-        case .null: throw valueNotFound(T.self, path)
-        default: throw typeMismatch(T.self, node, path)
+        case .null: throw valueNotFound(T.self, path())
+        default: throw typeMismatch(T.self, node, path())
         }
     }
 
-    static func double(_ node: JSONNode, _ path: CodingPathNode) throws -> Double {
+    static func double(_ node: JSONNode, _ path: @autoclosure () -> CodingPathNode) throws -> Double {
         switch node {
         case .number(.int(let i)): return Double(i)
         case .number(.double(let d, _)), .number(.bigInteger(_, let d)): return d
         case .number(.invalid): throw notValidJSON
-        case .null: throw valueNotFound(Double.self, path)
-        default: throw typeMismatch(Double.self, node, path)
+        case .null: throw valueNotFound(Double.self, path())
+        default: throw typeMismatch(Double.self, node, path())
         }
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, _ node: JSONNode, _ path: CodingPathNode) throws -> T {
+    static func decode<T: Decodable>(_ type: T.Type, _ node: JSONNode, _ path: @autoclosure () -> CodingPathNode) throws -> T {
         // The free-form parts of records, converted without going through `Decoder` at all.
-        if let direct = T.self as? any NodeDecodable.Type, let value = try direct.init(node: node, path: path) as? T {
+        if let direct = T.self as? any NodeDecodable.Type, let value = try direct.init(node: node, path: path()) as? T {
             return value
         }
-        return try T(from: JSONNodeDecoder(node, path: path))
+        return try T(from: JSONNodeDecoder(node, path: path()))
     }
 }
 
 /// Types decoded straight from the tree, without a `Decoder` in between.
 protocol NodeDecodable {
-    init(node: JSONNode, path: CodingPathNode) throws
+    init(node: JSONNode, path: @autoclosure () -> CodingPathNode) throws
 }
 
 extension String: NodeDecodable {
-    init(node: JSONNode, path: CodingPathNode) throws { self = try NodeDecoding.string(node, path) }
+    init(node: JSONNode, path: @autoclosure () -> CodingPathNode) throws { self = try NodeDecoding.string(node, path()) }
 }
 
 extension JSONValue: NodeDecodable {}
 
 extension Dictionary: NodeDecodable where Key == String, Value == JSONValue {
-    init(node: JSONNode, path: CodingPathNode) throws { self = try JSONValue.object(node: node, path: path) }
+    init(node: JSONNode, path: @autoclosure () -> CodingPathNode) throws { self = try JSONValue.object(node: node, path: path()) }
 }
 
 extension JSONNode {
@@ -194,46 +194,43 @@ struct NodeKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return nil
     }
 
-    private func value(_ key: Key) throws -> (JSONNode, CodingPathNode) {
+    private func value(_ key: Key) throws -> JSONNode {
         guard let node = member(key) else {
             throw DecodingError.keyNotFound(key, .init(
                 codingPath: path.keys, debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")."))
         }
-        return (node, .member(key.stringValue, path))
+        return node
     }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-        if case .null = try value(key).0 { return true }
+        if case .null = try value(key) { return true }
         return false
     }
 
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { let (n, p) = try value(key); return try NodeDecoding.bool(n, p) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { let (n, p) = try value(key); return try NodeDecoding.string(n, p) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { let (n, p) = try value(key); return try NodeDecoding.double(n, p) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { let (n, p) = try value(key); return Float(try NodeDecoding.double(n, p)) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { let (n, p) = try value(key); return try NodeDecoding.integer(n, p) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { let (n, p) = try value(key); return try NodeDecoding.integer(n, p) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { let (n, p) = try value(key); return try NodeDecoding.integer(n, p) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { let (n, p) = try value(key); return try NodeDecoding.integer(n, p) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { let (n, p) = try value(key); return try NodeDecoding.integer(n, p) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { let (n, p) = try value(key); return try NodeDecoding.integer(n, p) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { let (n, p) = try value(key); return try NodeDecoding.integer(n, p) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { let (n, p) = try value(key); return try NodeDecoding.integer(n, p) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { let (n, p) = try value(key); return try NodeDecoding.integer(n, p) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { let (n, p) = try value(key); return try NodeDecoding.integer(n, p) }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try NodeDecoding.bool(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try NodeDecoding.string(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try NodeDecoding.double(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try NodeDecoding.double(try value(key), .member(key.stringValue, path))) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try NodeDecoding.integer(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try NodeDecoding.integer(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try NodeDecoding.integer(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try NodeDecoding.integer(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try NodeDecoding.integer(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try NodeDecoding.integer(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try NodeDecoding.integer(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try NodeDecoding.integer(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try NodeDecoding.integer(try value(key), .member(key.stringValue, path)) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try NodeDecoding.integer(try value(key), .member(key.stringValue, path)) }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        let (n, p) = try value(key)
-        return try NodeDecoding.decode(type, n, p)
+        try NodeDecoding.decode(type, try value(key), .member(key.stringValue, path))
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        let (n, p) = try value(key)
-        return try JSONNodeDecoder(n, path: p).container(keyedBy: type)
+        try JSONNodeDecoder(try value(key), path: .member(key.stringValue, path)).container(keyedBy: type)
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        let (n, p) = try value(key)
-        return try JSONNodeDecoder(n, path: p).unkeyedContainer()
+        try JSONNodeDecoder(try value(key), path: .member(key.stringValue, path)).unkeyedContainer()
     }
 
     func superDecoder() throws -> any Decoder {
@@ -264,13 +261,13 @@ struct NodeUnkeyedContainer: UnkeyedDecodingContainer {
     var count: Int? { elements.count }
     var isAtEnd: Bool { currentIndex >= elements.count }
 
-    private mutating func next(_ type: Any.Type) throws -> (JSONNode, CodingPathNode) {
+    private mutating func next(_ type: Any.Type) throws -> (JSONNode, Int) {
         guard currentIndex < elements.count else {
             throw DecodingError.valueNotFound(type, .init(
                 codingPath: CodingPathNode.index(currentIndex, path).keys, debugDescription: "Unkeyed container is at end."))
         }
         defer { currentIndex += 1 }
-        return (elements[currentIndex], .index(currentIndex, path))
+        return (elements[currentIndex], currentIndex)
     }
 
     mutating func decodeNil() throws -> Bool {
@@ -282,38 +279,38 @@ struct NodeUnkeyedContainer: UnkeyedDecodingContainer {
         return false
     }
 
-    mutating func decode(_ type: Bool.Type) throws -> Bool { let (n, p) = try next(type); return try NodeDecoding.bool(n, p) }
-    mutating func decode(_ type: String.Type) throws -> String { let (n, p) = try next(type); return try NodeDecoding.string(n, p) }
-    mutating func decode(_ type: Double.Type) throws -> Double { let (n, p) = try next(type); return try NodeDecoding.double(n, p) }
-    mutating func decode(_ type: Float.Type) throws -> Float { let (n, p) = try next(type); return Float(try NodeDecoding.double(n, p)) }
-    mutating func decode(_ type: Int.Type) throws -> Int { let (n, p) = try next(type); return try NodeDecoding.integer(n, p) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { let (n, p) = try next(type); return try NodeDecoding.integer(n, p) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { let (n, p) = try next(type); return try NodeDecoding.integer(n, p) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { let (n, p) = try next(type); return try NodeDecoding.integer(n, p) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { let (n, p) = try next(type); return try NodeDecoding.integer(n, p) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { let (n, p) = try next(type); return try NodeDecoding.integer(n, p) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { let (n, p) = try next(type); return try NodeDecoding.integer(n, p) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { let (n, p) = try next(type); return try NodeDecoding.integer(n, p) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { let (n, p) = try next(type); return try NodeDecoding.integer(n, p) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { let (n, p) = try next(type); return try NodeDecoding.integer(n, p) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { let (n, i) = try next(type); return try NodeDecoding.bool(n, .index(i, path)) }
+    mutating func decode(_ type: String.Type) throws -> String { let (n, i) = try next(type); return try NodeDecoding.string(n, .index(i, path)) }
+    mutating func decode(_ type: Double.Type) throws -> Double { let (n, i) = try next(type); return try NodeDecoding.double(n, .index(i, path)) }
+    mutating func decode(_ type: Float.Type) throws -> Float { let (n, i) = try next(type); return Float(try NodeDecoding.double(n, .index(i, path))) }
+    mutating func decode(_ type: Int.Type) throws -> Int { let (n, i) = try next(type); return try NodeDecoding.integer(n, .index(i, path)) }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { let (n, i) = try next(type); return try NodeDecoding.integer(n, .index(i, path)) }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { let (n, i) = try next(type); return try NodeDecoding.integer(n, .index(i, path)) }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { let (n, i) = try next(type); return try NodeDecoding.integer(n, .index(i, path)) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { let (n, i) = try next(type); return try NodeDecoding.integer(n, .index(i, path)) }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { let (n, i) = try next(type); return try NodeDecoding.integer(n, .index(i, path)) }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { let (n, i) = try next(type); return try NodeDecoding.integer(n, .index(i, path)) }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { let (n, i) = try next(type); return try NodeDecoding.integer(n, .index(i, path)) }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { let (n, i) = try next(type); return try NodeDecoding.integer(n, .index(i, path)) }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { let (n, i) = try next(type); return try NodeDecoding.integer(n, .index(i, path)) }
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        let (n, p) = try next(type)
-        return try NodeDecoding.decode(type, n, p)
+        let (n, i) = try next(type)
+        return try NodeDecoding.decode(type, n, .index(i, path))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
-        let (n, p) = try next([String: Any].self)
-        return try JSONNodeDecoder(n, path: p).container(keyedBy: type)
+        let (n, i) = try next([String: Any].self)
+        return try JSONNodeDecoder(n, path: .index(i, path)).container(keyedBy: type)
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        let (n, p) = try next([Any].self)
-        return try JSONNodeDecoder(n, path: p).unkeyedContainer()
+        let (n, i) = try next([Any].self)
+        return try JSONNodeDecoder(n, path: .index(i, path)).unkeyedContainer()
     }
 
     mutating func superDecoder() throws -> any Decoder {
-        let (n, p) = try next(Any.self)
-        return JSONNodeDecoder(n, path: p)
+        let (n, i) = try next(Any.self)
+        return JSONNodeDecoder(n, path: .index(i, path))
     }
 }
 
@@ -345,7 +342,7 @@ extension JSONValue {
     /// The free-form value at `path`. Integers beyond 64 bits are refused rather than rounded
     /// to a `Double`; everything else reads as `JSONValue`'s Foundation decoding read it (a
     /// whole number is an `.int`, whatever its notation).
-    init(node: JSONNode, path: CodingPathNode) throws {
+    init(node: JSONNode, path: @autoclosure () -> CodingPathNode) throws {
         switch node {
         case .null: self = .null
         case .bool(let b): self = .bool(b)
@@ -353,45 +350,45 @@ extension JSONValue {
         case .invalidString: throw NodeDecoding.notValidJSON
         case .invalidObject:
             // Foundation's probing could not open the object and ended on String.
-            throw NodeDecoding.typeMismatch(String.self, node, path)
+            throw NodeDecoding.typeMismatch(String.self, node, path())
         case .number(.int(let i)): self = .int(i)
         case .number(.double(let d, let text)):
             // Foundation's probing tried Int64 before Double.
             if let integer = JSONNumber.wholeNumber(d, text: text, as: Int64.self) { self = .int(integer) } else { self = .double(d) }
         case .number(.bigInteger(let text, _)):
             throw DecodingError.dataCorrupted(.init(
-                codingPath: path.keys,
+                codingPath: path().keys,
                 debugDescription: "integer \(text) is outside the 64-bit range (-9223372036854775808…9223372036854775807)"))
         case .number(.invalid):
             // Foundation found no kind that fits a malformed or infinite number and ended on String.
-            throw NodeDecoding.typeMismatch(String.self, node, path)
+            throw NodeDecoding.typeMismatch(String.self, node, path())
         case .array(let elements):
             var array: [JSONValue] = []
             array.reserveCapacity(elements.count)
-            for (i, element) in elements.enumerated() { array.append(try JSONValue(node: element, path: .index(i, path))) }
+            for (i, element) in elements.enumerated() { array.append(try JSONValue(node: element, path: .index(i, path()))) }
             self = .array(array)
         case .object:
-            self = .object(try JSONValue.object(node: node, path: path))
+            self = .object(try JSONValue.object(node: node, path: path()))
         }
     }
 
     /// The JSON object at `path` (`JSONObject` fields such as `intent.data`).
-    static func object(node: JSONNode, path: CodingPathNode) throws -> JSONObject {
+    static func object(node: JSONNode, path: @autoclosure () -> CodingPathNode) throws -> JSONObject {
         switch node {
         case .object(let members):
             var object: JSONObject = [:]
             object.reserveCapacity(members.count)
             for (key, value) in members where object[key] == nil {
-                object[key] = try JSONValue(node: value, path: .member(key, path))
+                object[key] = try JSONValue(node: value, path: .member(key, path()))
             }
             return object
         case .invalidObject:
             throw NodeDecoding.notValidJSON
         case .null:
             throw DecodingError.valueNotFound([String: Any].self, .init(
-                codingPath: path.keys, debugDescription: "Cannot get keyed decoding container -- found null value instead"))
+                codingPath: path().keys, debugDescription: "Cannot get keyed decoding container -- found null value instead"))
         default:
-            throw NodeDecoding.typeMismatch([String: Any].self, node, path)
+            throw NodeDecoding.typeMismatch([String: Any].self, node, path())
         }
     }
 }
