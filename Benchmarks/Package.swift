@@ -40,6 +40,26 @@ let package = Package(
             dependencies: ["DeliveryWorkload"],
             path: "DeliveryEngineProfile"
         ),
+        // RecordCodec decode/encode throughput over a realistic record mix.
+        .target(
+            name: "RecordCodecWorkload",
+            dependencies: [.product(name: "FleetModel", package: root)],
+            path: "RecordCodecWorkload"
+        ),
+        .executableTarget(
+            name: "RecordCodecBenchmark",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                "RecordCodecWorkload",
+            ],
+            path: "RecordCodecBenchmark",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "RecordCodecProfile",
+            dependencies: ["RecordCodecWorkload"],
+            path: "RecordCodecProfile"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

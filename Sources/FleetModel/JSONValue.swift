@@ -55,6 +55,13 @@ extension JSONValue: Codable {
     }
 
     public init(from decoder: any Decoder) throws {
+        // `RecordCodec`'s decoder hands over its tree: no probing, and integers beyond 64 bits
+        // are refused instead of silently becoming doubles.
+        if let nodeDecoder = decoder as? JSONNodeDecoder {
+            self = try JSONValue(node: nodeDecoder.node, path: nodeDecoder.path)
+            return
+        }
+        // Any other decoder (e.g. `JSONDecoder`) can only be asked kind by kind.
         if let object = try? decoder.container(keyedBy: JSONKey.self) {
             var result: [String: JSONValue] = [:]
             for key in object.allKeys { result[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
