@@ -98,11 +98,11 @@ extension EngineStep {
             }
         }
         for (name, group) in groups {
-            guard let type = profile.catalog[name], let section = type.section,
-                  let rendered = Renderer.render(type, group)
+            guard let entry = prepared.catalog[name], let section = entry.type.section,
+                  let rendered = Renderer.render(entry.type, group)
             else { continue }
             var itemId = name
-            if let key = type.sectionKey, let value = group[0].data[key].flatMap(Self.scalarText) { itemId += ":" + value }
+            if let key = entry.type.sectionKey, let value = group[0].data[key].flatMap(Self.scalarText) { itemId += ":" + value }
             let item: JSONObject = [
                 "notification": .string(name),
                 "title": .string(rendered.title),

@@ -25,7 +25,9 @@ extension EngineStep {
     func rank(of candidate: Candidate) -> Int {
         switch candidate.kind {
         case .intents, .topPending:
-            return candidate.intents.compactMap { profile.catalog[$0.type]?.rank }.min() ?? Int.max
+            var best = Int.max
+            for intent in candidate.intents { if let rank = prepared.catalog[intent.type]?.type.rank, rank < best { best = rank } }
+            return best
         case .digest:
             return profile.catalog[profile.digest.notification]?.rank ?? Int.max
         case .lapsedSummary, .dormantEmail:
@@ -56,16 +58,18 @@ extension EngineStep {
         guard !candidate.intents.isEmpty else { return nil }
 
         // A replay under another profile may hold types that profile does not know.
-        let unknown = candidate.intents.filter { profile.catalog[$0.type] == nil }
+        let unknown = candidate.intents.filter { prepared.catalog[$0.type] == nil }
         if !unknown.isEmpty {
-            candidate.intents.removeAll { profile.catalog[$0.type] == nil }
+            candidate.intents.removeAll { prepared.catalog[$0.type] == nil }
             settle(unknown, .suppressed, Verdict(reason: "not_in_catalog", rule: "P-CAT-1"), notificationId: nil)
             guard !candidate.intents.isEmpty else { return nil }
         }
 
-        guard let type = primaryType(of: candidate.intents) else { return nil }
-        let primary = candidate.intents.filter { $0.type == type.name }
-        let others = candidate.intents.filter { $0.type != type.name }
+        guard let type = primaryType(of: candidate.intents)?.type else { return nil }
+        // A window nearly always holds one type: then no filtering (and no new arrays) is needed.
+        let homogeneous = candidate.intents.allSatisfy { $0.type == type.name }
+        let primary = homogeneous ? candidate.intents : candidate.intents.filter { $0.type == type.name }
+        let others = homogeneous ? [] : candidate.intents.filter { $0.type != type.name }
 
         if let verdict = preferenceVerdict(type) {
             settle(candidate.intents, .suppressed, verdict, notificationId: nil)
@@ -146,15 +150,16 @@ extension EngineStep {
 
     /// The notification a window delivers: a type that supersedes another present (milestone
     /// over updated), else the lowest rank, then the earliest (P-COAL-1).
-    private func primaryType(of intents: [PendingIntent]) -> PolicyProfile.NotificationType? {
-        var best: PolicyProfile.NotificationType?
+    private func primaryType(of intents: [PendingIntent]) -> CatalogEntry? {
+        var best: CatalogEntry?
         for intent in intents {
-            guard let type = profile.catalog[intent.type] else { continue }
-            guard let current = best else { best = type; continue }
-            if type.name == current.name { continue }
-            let beatsBySupersede = type.supersedes.contains(current.name) && intents.contains { $0.type == current.name }
-            let losesBySupersede = current.supersedes.contains(type.name)
-            if beatsBySupersede || (!losesBySupersede && type.rank < current.rank) { best = type }
+            guard let entry = prepared.catalog[intent.type] else { continue }
+            guard let current = best else { best = entry; continue }
+            let type = entry.type
+            if type.name == current.type.name { continue }
+            let beatsBySupersede = type.supersedes.contains(current.type.name) && intents.contains { $0.type == current.type.name }
+            let losesBySupersede = current.type.supersedes.contains(type.name)
+            if beatsBySupersede || (!losesBySupersede && type.rank < current.type.rank) { best = entry }
         }
         return best
     }
@@ -237,7 +242,7 @@ extension EngineStep {
             return nil
         }
         let since = now - profile.cooldown.per
-        let recent = state.recent.count { $0.at > since && profile.catalog[$0.type]?.category == type.category }
+        let recent = state.recent.count { $0.at > since && prepared.catalog[$0.type]?.type.category == type.category }
         return recent >= profile.cooldown.maxDeliveries ? Verdict(reason: "category_cooldown", rule: "P-COOL-1", volume: true) : nil
     }
 
@@ -301,8 +306,8 @@ extension EngineStep {
     /// The quiet-week `top_pending` choice: the most important intent held back since the last open.
     private mutating func rememberTopPending(_ intents: [PendingIntent]) {
         for intent in intents {
-            guard let type = profile.catalog[intent.type], !type.inAppOnly else { continue }
-            if let current = state.topPending, let currentType = profile.catalog[current.type],
+            guard let type = prepared.catalog[intent.type]?.type, !type.inAppOnly else { continue }
+            if let current = state.topPending, let currentType = prepared.catalog[current.type]?.type,
                (currentType.rank, current.arrivedAt) <= (type.rank, intent.arrivedAt)
             {
                 continue

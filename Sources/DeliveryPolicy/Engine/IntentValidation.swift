@@ -30,9 +30,10 @@ enum IntentValidation {
     }
 
     static func validate(_ intent: Intent, profile prepared: PreparedProfile) throws(RecordError) -> PolicyProfile.NotificationType {
-        guard let (type, plan) = prepared.validation[intent.notification] else {
+        guard let entry = prepared.catalog[intent.notification] else {
             throw RecordError("unknown notification type '\(intent.notification)' (P-CAT-1: not in the '\(prepared.profile.name)' catalog)")
         }
+        let type = entry.type, plan = entry.plan
         if type.generated {
             throw RecordError("notification type '\(intent.notification)' is made by the delivery worker itself and cannot be requested")
         }
