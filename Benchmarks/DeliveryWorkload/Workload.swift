@@ -33,12 +33,12 @@ public struct Workload: Sendable {
         var states = (0..<users).map { engine.initialState(userId: userIds[$0]) }
         var result = Result()
         var offset: Int64 = 0
-        func step(_ user: Int, until time: Timestamp, ids: inout OutputIDs) {
-            // `states.withUnsafeBufferPointer` lends the state to `nextWakeUp` in place; reading
-            // `states[user]` as an argument copied (retained and released) the whole state.
-            while let due = states.withUnsafeBufferPointer({ engine.nextWakeUp($0[user]) }), due <= time {
+        // The state is passed `inout` and lent to `nextWakeUp` from there: reading
+        // `states[user]` as an argument copied (retained and released) the whole state.
+        func step(_ user: Int, _ state: inout DeliveryState, until time: Timestamp, ids: inout OutputIDs) {
+            while let due = engine.nextWakeUp(state), due <= time {
                 var context = ProcessingContext(now: due, userId: userIds[user], ids: ids)
-                engine.fireTimers(state: &states[user], context: &context)
+                engine.fireTimers(state: &state, context: &context)
                 ids = context.ids
                 count(context.outputs, into: &result)
             }
@@ -46,7 +46,7 @@ public struct Workload: Sendable {
         for input in inputs {
             var ids = OutputIDs(origin: SourceCoordinates(topic: Topics.deliveryInbox, partition: 0, offset: offset))
             offset += 1
-            step(input.user, until: input.at, ids: &ids)
+            step(input.user, &states[input.user], until: input.at, ids: &ids)
             var context = ProcessingContext(now: input.at, userId: userIds[input.user], ids: ids)
             try? engine.process(input.record, state: &states[input.user], context: &context)
             count(context.outputs, into: &result)
@@ -54,7 +54,7 @@ public struct Workload: Sendable {
         }
         for user in 0..<users {
             var ids = OutputIDs(origin: SourceCoordinates(topic: "end", partition: 0, offset: Int64(user)))
-            step(user, until: end, ids: &ids)
+            step(user, &states[user], until: end, ids: &ids)
         }
         for user in 0..<users where measuringState {
             let bytes = states[user].serialized().count
