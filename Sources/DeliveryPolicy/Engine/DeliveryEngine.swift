@@ -69,12 +69,12 @@ public struct DeliveryEngine: UserProcessor {
         }
     }
 
-    /// Runs `body` on a step that owns `state` and `context` for its duration: they are moved
-    /// in and out (`consume`), so no collection is copied and the state's buffers stay uniquely
-    /// referenced for in-place mutation.
+    /// Runs `body` on a step that owns `state` and `context` for its duration: they are swapped
+    /// in and out, so no collection is copied and the state's buffers stay uniquely referenced
+    /// for in-place mutation.
     private func withStep(_ state: inout DeliveryState, _ context: inout ProcessingContext, _ body: (inout EngineStep) -> Void) {
-        var step = EngineStep(prepared: prepared, state: consume state, context: consume context)
+        var step = EngineStep(prepared: prepared, taking: &state, &context)
         body(&step)
-        (state, context) = step.finish()
+        step.finish(into: &state, &context)
     }
 }
