@@ -82,7 +82,11 @@ extension EngineStep {
     }
 
     /// P-SEC-2 / P-BUD-4: one section item per type among `intents`, with the merged copy.
-    mutating func emitSectionItems(for intents: [PendingIntent], reason: String) {
+    ///
+    /// `rendered`, when given, is the copy the caller already rendered for all the intents of
+    /// its type among `intents`, in order (a window that lost on budget or duplicate content):
+    /// that group's item reuses it instead of rendering the same copy a second time.
+    mutating func emitSectionItems(for intents: [PendingIntent], reason: String, rendered known: RenderedNotification? = nil) {
         // Groups by type in order of first appearance. A batch holds one type or a few, so a
         // linear scan beats hashing into a dictionary.
         var groups: [(name: String, intents: [PendingIntent])] = []
@@ -99,7 +103,7 @@ extension EngineStep {
         }
         for (name, group) in groups {
             guard let entry = prepared.catalog[name], let section = entry.type.section,
-                  let rendered = Renderer.render(entry.type, group)
+                  let rendered = known?.type == name ? known : Renderer.render(entry.type, group)
             else { continue }
             var itemId = name
             if let key = entry.type.sectionKey, let value = group[0].data[key].flatMap(Self.scalarText) { itemId += ":" + value }

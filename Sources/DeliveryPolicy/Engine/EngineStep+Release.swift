@@ -116,12 +116,12 @@ extension EngineStep {
         let bodyHash = IdempotencyMemory.hash(rendered.body)
         let dupSince = now - profile.duplicateContent.window
         if state.recent.contains(where: { $0.type == type.name && $0.bodyHash == bodyHash && $0.at > dupSince }) {
-            settle(candidate.intents, .suppressed, Verdict(reason: "duplicate_content", rule: "P-DUP-1"), notificationId: nil)
+            settle(candidate.intents, .suppressed, Verdict(reason: "duplicate_content", rule: "P-DUP-1"), notificationId: nil, rendered: rendered)
             return nil
         }
 
         if let verdict = budgetVerdict(rank: type.rank) {
-            lose(candidate.intents, verdict)
+            lose(candidate.intents, verdict, rendered: rendered)
             return nil
         }
 
@@ -283,23 +283,27 @@ extension EngineStep {
     // MARK: Outcomes
 
     /// Final decisions for `intents` that were not delivered, with their section items.
-    private mutating func settle(_ intents: [PendingIntent], _ outcome: DecisionOutcome, _ verdict: Verdict, notificationId: String?) {
+    /// `rendered`: the primary type's copy, when the caller already rendered it.
+    private mutating func settle(
+        _ intents: [PendingIntent], _ outcome: DecisionOutcome, _ verdict: Verdict, notificationId: String?,
+        rendered: RenderedNotification? = nil
+    ) {
         for intent in intents {
             emitDecision(intent.id, outcome, reason: verdict.reason, rule: verdict.rule, notificationId: notificationId)
         }
-        emitSectionItems(for: intents, reason: verdict.reason)
+        emitSectionItems(for: intents, reason: verdict.reason, rendered: rendered)
         rememberTopPending(intents)
     }
 
     /// Held back by volume: into the digest once the day crossed its threshold (P-BUD-5),
     /// otherwise suppressed and remembered for a digest later that day.
-    private mutating func lose(_ intents: [PendingIntent], _ verdict: Verdict) {
+    private mutating func lose(_ intents: [PendingIntent], _ verdict: Verdict, rendered: RenderedNotification? = nil) {
         if ledger().candidates > profile.digest.whenCandidatesExceed {
             let digestId = addToDigest(intents.map(\.id))
-            settle(intents, .digested, Verdict(reason: verdict.reason, rule: "P-BUD-5"), notificationId: digestId)
+            settle(intents, .digested, Verdict(reason: verdict.reason, rule: "P-BUD-5"), notificationId: digestId, rendered: rendered)
         } else {
             updateLedger { $0.heldBack += intents.map(\.id) }
-            settle(intents, .suppressed, verdict, notificationId: nil)
+            settle(intents, .suppressed, verdict, notificationId: nil, rendered: rendered)
         }
     }
 
