@@ -41,6 +41,8 @@ public struct DeliveryState: Hashable, Sendable {
     var pending: [Candidate] = []
     /// The next lapse trigger (§7 tiers, §9.1 no action), cached at the end of every step.
     var lapseDueAt: Timestamp?
+    /// What `lapseDueAt` was last computed from; in memory only (see `LapseDueMemo`).
+    var lapseDueMemo = LapseDueMemo()
 
     // P-IDEM-1
     var memory = IdempotencyMemory()
@@ -349,4 +351,46 @@ struct Millis: Codable, Hashable, Sendable {
         var c = encoder.singleValueContainer()
         try c.encode(value)
     }
+}
+
+/// The inputs `lapseDueAt` was last computed from, and the profile it was computed with.
+///
+/// Why: computing the next lapse trigger takes several zone conversions, and it was redone at
+/// the end of every step although only opens, actions, zone changes and fired tiers move it.
+/// When neither the inputs nor the profile changed, the cached `lapseDueAt` is exactly what a
+/// recomputation would give, so the step keeps it. Not part of the state's value: it is never
+/// encoded (a decoded state starts without it and recomputes, as before), and it takes no part
+/// in `==` or hashing.
+struct LapseDueMemo: Hashable, Sendable {
+    struct Inputs: Equatable, Sendable {
+        var lastOpenAt: Timestamp?
+        var lastActionAt: Timestamp?
+        var zone: Zone?
+        var fired: UInt8
+        var noActionFired: Bool
+
+        init(_ state: DeliveryState) {
+            lastOpenAt = state.lastOpenAt
+            lastActionAt = state.lastActionAt
+            zone = state.zone
+            fired = state.lapse.fired
+            noActionFired = state.lapse.noActionFired
+        }
+    }
+
+    private var inputs: Inputs?
+    private var profile: PreparedProfile?
+
+    /// Whether `lapseDueAt` was computed from `inputs` with `profile`.
+    func holds(_ inputs: Inputs, _ profile: PreparedProfile) -> Bool {
+        self.profile === profile && self.inputs == inputs
+    }
+
+    mutating func record(_ inputs: Inputs, _ profile: PreparedProfile) {
+        self.inputs = inputs
+        self.profile = profile
+    }
+
+    static func == (a: LapseDueMemo, b: LapseDueMemo) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
 }

@@ -36,9 +36,14 @@ struct EngineStep {
     mutating func refreshLocalTime() { localNow = zone.localDateTime(at: now) }
 
     /// Ends the step, handing the state and the context back. Caches the next lapse trigger
-    /// first, so `nextWakeUp` (asked after every record) needs no zone conversion.
+    /// first (recomputed only when what it depends on changed), so `nextWakeUp` (asked after
+    /// every record) needs no zone conversion.
     mutating func finish(into state: inout DeliveryState, _ context: inout ProcessingContext) {
-        self.state.lapseDueAt = Self.nextLapseTrigger(self.state, lapse: prepared)
+        let inputs = LapseDueMemo.Inputs(self.state)
+        if !self.state.lapseDueMemo.holds(inputs, prepared) {
+            self.state.lapseDueAt = Self.nextLapseTrigger(self.state, lapse: prepared)
+            self.state.lapseDueMemo.record(inputs, prepared)
+        }
         swap(&self.state, &state)
         swap(&self.context, &context)
     }
