@@ -26,7 +26,8 @@ extension EngineStep {
         switch candidate.kind {
         case .intents, .topPending:
             var best = Int.max
-            for intent in candidate.intents { if let rank = prepared.catalog[intent.type]?.type.rank, rank < best { best = rank } }
+            var lookup = CatalogLookup(prepared)
+            for intent in candidate.intents { if let rank = lookup(intent.type)?.type.rank, rank < best { best = rank } }
             return best
         case .digest:
             return profile.catalog[profile.digest.notification]?.rank ?? Int.max
@@ -58,7 +59,8 @@ extension EngineStep {
         guard !candidate.intents.isEmpty else { return nil }
 
         // A replay under another profile may hold types that profile does not know.
-        let unknown = candidate.intents.filter { prepared.catalog[$0.type] == nil }
+        var lookup = CatalogLookup(prepared)
+        let unknown = candidate.intents.filter { lookup($0.type) == nil }
         if !unknown.isEmpty {
             candidate.intents.removeAll { prepared.catalog[$0.type] == nil }
             settle(unknown, .suppressed, Verdict(reason: "not_in_catalog", rule: "P-CAT-1"), notificationId: nil)
@@ -153,6 +155,7 @@ extension EngineStep {
     private func primaryType(of intents: [PendingIntent]) -> CatalogEntry? {
         var best: CatalogEntry?
         for intent in intents {
+            if let current = best, intent.type == current.type.name { continue }  // no lookup for the usual case
             guard let entry = prepared.catalog[intent.type] else { continue }
             guard let current = best else { best = entry; continue }
             let type = entry.type
@@ -309,10 +312,11 @@ extension EngineStep {
 
     /// The quiet-week `top_pending` choice: the most important intent held back since the last open.
     private mutating func rememberTopPending(_ intents: [PendingIntent]) {
+        var lookup = CatalogLookup(prepared)
         for intent in intents {
-            guard let type = prepared.catalog[intent.type]?.type, !type.inAppOnly else { continue }
-            if let current = state.topPending, let currentType = prepared.catalog[current.type]?.type,
-               (currentType.rank, current.arrivedAt) <= (type.rank, intent.arrivedAt)
+            guard let entry = lookup(intent.type), !entry.type.inAppOnly else { continue }
+            if let current = state.topPending, let currentEntry = lookup(current.type),
+               (currentEntry.type.rank, current.arrivedAt) <= (entry.type.rank, intent.arrivedAt)
             {
                 continue
             }

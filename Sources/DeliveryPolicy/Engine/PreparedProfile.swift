@@ -31,3 +31,22 @@ final class CatalogEntry: Sendable {
         self.plan = IntentValidation.Plan(type)
     }
 }
+
+/// `PreparedProfile.catalog` lookups that remember the last type found.
+///
+/// Why: the intents of a coalescing window nearly always share one type, and the loops over
+/// them looked the same name up once per intent; comparing a name with the last one is much
+/// cheaper than hashing it.
+struct CatalogLookup {
+    let catalog: [String: CatalogEntry]
+    private var last: CatalogEntry?
+
+    init(_ prepared: PreparedProfile) { catalog = prepared.catalog }
+
+    mutating func callAsFunction(_ name: String) -> CatalogEntry? {
+        if let last, last.type.name == name { return last }
+        let entry = catalog[name]
+        if entry != nil { last = entry }
+        return entry
+    }
+}
