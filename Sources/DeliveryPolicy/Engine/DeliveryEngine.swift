@@ -29,9 +29,9 @@ public struct DeliveryEngine: UserProcessor {
         case .tick:
             return  // timers were fired by the runtime before this record
         case .intent(let intent):
-            let type = try IntentValidation.validate(intent, profile: prepared)
+            let entry = try IntentValidation.validate(intent, profile: prepared)
             if state.memory.contains(intent.id) { return }  // P-IDEM-1
-            withStep(&state, &context) { $0.intentArrived(intent, type: type) }
+            withStep(&state, &context) { $0.intentArrived(intent, entry: entry) }
         case .sectionItem, .retentionEvent, .userSignedUp, .appOpened, .notificationOpened, .notificationDismissed,
             .settingsChanged, .permissionChanged, .userAction, .scoreViewed:
             let id = Self.activityRecordID(record)

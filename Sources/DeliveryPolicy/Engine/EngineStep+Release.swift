@@ -206,7 +206,7 @@ extension EngineStep {
         candidate.phase = .deferred
         candidate.until = end
         // Wake at the earliest expiry too (P-EXP-1 "a deferred intent that reaches its expiry").
-        candidate.dueAt = min(end, candidate.intents.compactMap(\.expiresAt).min() ?? end)
+        candidate.dueAt = min(end, Self.earliestExpiry(of: candidate.intents) ?? end)
         return candidate
     }
 
