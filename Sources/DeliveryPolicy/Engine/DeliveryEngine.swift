@@ -29,9 +29,9 @@ public struct DeliveryEngine: UserProcessor {
         case .tick:
             return  // timers were fired by the runtime before this record
         case .intent(let intent):
-            let type = try IntentValidation.validate(intent, profile: prepared)
+            let entry = try IntentValidation.validate(intent, profile: prepared)
             if state.memory.contains(intent.id) { return }  // P-IDEM-1
-            withStep(&state, &context) { $0.intentArrived(intent, type: type) }
+            withStep(&state, &context) { $0.intentArrived(intent, entry: entry) }
         case .sectionItem, .retentionEvent, .userSignedUp, .appOpened, .notificationOpened, .notificationDismissed,
             .settingsChanged, .permissionChanged, .userAction, .scoreViewed:
             let id = Self.activityRecordID(record)
@@ -69,12 +69,12 @@ public struct DeliveryEngine: UserProcessor {
         }
     }
 
-    /// Runs `body` on a step that owns `state` and `context` for its duration: they are moved
-    /// in and out (`consume`), so no collection is copied and the state's buffers stay uniquely
-    /// referenced for in-place mutation.
+    /// Runs `body` on a step that owns `state` and `context` for its duration: they are swapped
+    /// in and out, so no collection is copied and the state's buffers stay uniquely referenced
+    /// for in-place mutation.
     private func withStep(_ state: inout DeliveryState, _ context: inout ProcessingContext, _ body: (inout EngineStep) -> Void) {
-        var step = EngineStep(prepared: prepared, state: consume state, context: consume context)
+        var step = EngineStep(prepared: prepared, taking: &state, &context)
         body(&step)
-        (state, context) = step.finish()
+        step.finish(into: &state, &context)
     }
 }

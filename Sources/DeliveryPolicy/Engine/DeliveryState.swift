@@ -41,6 +41,8 @@ public struct DeliveryState: Hashable, Sendable {
     var pending: [Candidate] = []
     /// The next lapse trigger (§7 tiers, §9.1 no action), cached at the end of every step.
     var lapseDueAt: Timestamp?
+    /// What `lapseDueAt` was last computed from; in memory only (see `LapseDueMemo`).
+    var lapseDueMemo = LapseDueMemo()
 
     // P-IDEM-1
     var memory = IdempotencyMemory()
@@ -349,4 +351,55 @@ struct Millis: Codable, Hashable, Sendable {
         var c = encoder.singleValueContainer()
         try c.encode(value)
     }
+}
+
+/// The inputs `lapseDueAt` was last computed from, and the profile it was computed with.
+///
+/// Why: computing the next lapse trigger takes several zone conversions, and it was redone at
+/// the end of every step although only opens, actions, zone changes and fired tiers move it.
+/// When neither the inputs nor the profile changed, the cached `lapseDueAt` is exactly what a
+/// recomputation would give, so the step keeps it. Not part of the state's value: it is never
+/// encoded (a decoded state starts without it and recomputes, as before), and it takes no part
+/// in `==` or hashing.
+struct LapseDueMemo: Hashable, Sendable {
+    /// Times as milliseconds (`Int64.min` for none: no RFC 3339 time lies that far back) and the
+    /// zone by identifier: compared field by field, this costs a few instructions, where the
+    /// synthesised comparison of the optionals went through generic witness calls every step.
+    struct Inputs: Sendable {
+        var lastOpenAt: Int64
+        var lastActionAt: Int64
+        var zone: String
+        var fired: UInt8
+        var noActionFired: Bool
+
+        init(_ state: DeliveryState) {
+            lastOpenAt = state.lastOpenAt?.millisecondsSinceEpoch ?? .min
+            lastActionAt = state.lastActionAt?.millisecondsSinceEpoch ?? .min
+            zone = state.zone?.identifier ?? ""
+            fired = state.lapse.fired
+            noActionFired = state.lapse.noActionFired
+        }
+
+        func matches(_ other: Inputs) -> Bool {
+            lastOpenAt == other.lastOpenAt && lastActionAt == other.lastActionAt && fired == other.fired
+                && noActionFired == other.noActionFired && zone == other.zone
+        }
+    }
+
+    private var inputs: Inputs?
+    private var profile: PreparedProfile?
+
+    /// Whether `lapseDueAt` was computed from `inputs` with `profile`.
+    func holds(_ inputs: Inputs, _ profile: PreparedProfile) -> Bool {
+        guard self.profile === profile, let known = self.inputs else { return false }
+        return known.matches(inputs)
+    }
+
+    mutating func record(_ inputs: Inputs, _ profile: PreparedProfile) {
+        self.inputs = inputs
+        self.profile = profile
+    }
+
+    static func == (a: LapseDueMemo, b: LapseDueMemo) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
 }

@@ -89,7 +89,7 @@ extension EngineStep {
         let since = now - profile.lapse.quietModePeriod
         let allowed = profile.lapse.quietModeAllowedCategories
         let used = state.recent.count { delivery in
-            guard delivery.at > since, let type = profile.catalog[delivery.type] else { return false }
+            guard delivery.at > since, let type = prepared.catalog[delivery.type]?.type else { return false }
             return !type.alwaysDeliver && !allowed.contains(type.category)
         }
         return used >= profile.lapse.quietModeMaxNotifications

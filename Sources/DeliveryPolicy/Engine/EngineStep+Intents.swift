@@ -2,33 +2,33 @@ import FleetModel
 
 extension EngineStep {
     /// A validated, never-seen intent arrives.
-    mutating func intentArrived(_ intent: Intent, type: PolicyProfile.NotificationType) {
+    mutating func intentArrived(_ intent: Intent, entry: CatalogEntry) {
         prune()
         state.memory.remember(intent.id, at: now)  // P-IDEM-1: also blocks copies while it is pending
-        let pending = PendingIntent(id: intent.id, type: type.name, data: intent.data, expiresAt: intent.expiresAt, arrivedAt: now)
-        countSinceOpen(pending, type)  // P-WB-2: every intent, delivered or not
+        let pending = PendingIntent(id: intent.id, type: entry.type.name, data: intent.data, expiresAt: intent.expiresAt, arrivedAt: now)
+        countSinceOpen(pending, entry)  // P-WB-2: every intent, delivered or not
 
-        if type.alwaysDeliver {
-            deliverImmediately(pending, type)
+        if entry.type.alwaysDeliver {
+            deliverImmediately(pending, entry)
             return
         }
         updateLedger { $0.candidates += 1 }  // P-BUD-5 threshold
 
         let window = profile.coalescing.window
-        if profile.category(type.category).coalesce && window.milliseconds > 0 {
+        if profile.category(entry.type.category).coalesce && window.milliseconds > 0 {
             // P-COAL-1: held from the first arrival of the category, not sliding.
-            if let i = state.pending.firstIndex(where: { $0.kind == .intents && $0.phase == .collecting && $0.category == type.category }) {
+            if let i = state.pending.firstIndex(where: { $0.kind == .intents && $0.phase == .collecting && $0.category == entry.type.category }) {
                 state.pending[i].intents.append(pending)
             } else {
                 var candidate = Candidate(
-                    kind: .intents, phase: .collecting, category: type.category, notificationId: context.nextID(),
+                    kind: .intents, phase: .collecting, category: entry.type.category, notificationId: context.nextID(),
                     firstArrival: now, dueAt: now + window)
                 candidate.intents = [pending]
                 state.pending.append(candidate)
             }
         } else {
             var candidate = Candidate(
-                kind: .intents, phase: .collecting, category: type.category, notificationId: context.nextID(),
+                kind: .intents, phase: .collecting, category: entry.type.category, notificationId: context.nextID(),
                 firstArrival: now, dueAt: now)
             candidate.intents = [pending]
             release([candidate])
@@ -37,21 +37,21 @@ extension EngineStep {
 
     /// SECURITY (P-BUD-1): delivered at once, held back by nothing but P-IDEM-1; in-app when
     /// push is impossible (P-PREF-1).
-    private mutating func deliverImmediately(_ intent: PendingIntent, _ type: PolicyProfile.NotificationType) {
-        guard let rendered = Renderer.render(type, [intent]) else { return }
+    private mutating func deliverImmediately(_ intent: PendingIntent, _ entry: CatalogEntry) {
+        guard let rendered = Renderer.render(entry.type, [intent]) else { return }
         let notificationId = context.nextID()
         if pushBlocked {
-            emitSectionItems(for: [intent], reason: "permission_denied")
+            emitSectionItems(for: [intent], reason: "permission_denied", rendered: rendered)
             emitDecision(intent.id, .delivered, reason: "in_app_permission_denied", rule: "P-PREF-1", notificationId: notificationId)
         } else {
-            emitDelivery(rendered, notificationId: notificationId, category: type.category, channel: .push, merged: [intent.id])
+            emitDelivery(rendered, notificationId: notificationId, category: entry.type.category, channel: .push, merged: [intent.id])
             emitDecision(intent.id, .delivered, reason: "security", rule: "P-BUD-1", notificationId: notificationId)
         }
     }
 
     /// P-WB-2 totals and the last known score.
-    private mutating func countSinceOpen(_ intent: PendingIntent, _ type: PolicyProfile.NotificationType) {
-        guard let line = type.sinceOpen else { return }
+    private mutating func countSinceOpen(_ intent: PendingIntent, _ entry: CatalogEntry) {
+        guard let line = entry.type.sinceOpen else { return }
         let data = intent.data
         switch line {
         case .score:
@@ -61,20 +61,20 @@ extension EngineStep {
             }
             state.sinceOpen.scoreNew = new
             state.lastScore = new
-        case .dedup: state.sinceOpen.dedup += amount(of: data, type)
-        case .access: state.sinceOpen.access += amount(of: data, type)
-        case .enrichment: state.sinceOpen.enrichment += amount(of: data, type)
+        case .dedup: state.sinceOpen.dedup += amount(of: data, entry)
+        case .access: state.sinceOpen.access += amount(of: data, entry)
+        case .enrichment: state.sinceOpen.enrichment += amount(of: data, entry)
         case .birthdays:
             let day = today
             state.sinceOpen.birthdayDays.removeAll { $0 < day - 6 }  // only "this week" is ever read
-            state.sinceOpen.birthdayDays += Array(repeating: day, count: amount(of: data, type))
-        case .reminders: state.sinceOpen.reminders += amount(of: data, type)
-        case .newContacts: state.sinceOpen.newContacts += amount(of: data, type)
+            state.sinceOpen.birthdayDays += Array(repeating: day, count: amount(of: data, entry))
+        case .reminders: state.sinceOpen.reminders += amount(of: data, entry)
+        case .newContacts: state.sinceOpen.newContacts += amount(of: data, entry)
         }
     }
 
-    private func amount(of data: JSONObject, _ type: PolicyProfile.NotificationType) -> Int {
-        switch type.merge {
+    private func amount(of data: JSONObject, _ entry: CatalogEntry) -> Int {
+        switch entry.type.merge {
         case .sumCount: Int(data["count"]?.intValue ?? 0)
         case .names: data["names"]?.arrayValue?.count ?? 0
         default: 1
@@ -82,7 +82,11 @@ extension EngineStep {
     }
 
     /// P-SEC-2 / P-BUD-4: one section item per type among `intents`, with the merged copy.
-    mutating func emitSectionItems(for intents: [PendingIntent], reason: String) {
+    ///
+    /// `rendered`, when given, is the copy the caller already rendered for all the intents of
+    /// its type among `intents`, in order (a window that lost on budget or duplicate content):
+    /// that group's item reuses it instead of rendering the same copy a second time.
+    mutating func emitSectionItems(for intents: [PendingIntent], reason: String, rendered known: RenderedNotification? = nil) {
         // Groups by type in order of first appearance. A batch holds one type or a few, so a
         // linear scan beats hashing into a dictionary.
         var groups: [(name: String, intents: [PendingIntent])] = []
@@ -98,11 +102,11 @@ extension EngineStep {
             }
         }
         for (name, group) in groups {
-            guard let type = profile.catalog[name], let section = type.section,
-                  let rendered = Renderer.render(type, group)
+            guard let entry = prepared.catalog[name], let section = entry.type.section,
+                  let rendered = known?.type == name ? known : Renderer.render(entry.type, group)
             else { continue }
             var itemId = name
-            if let key = type.sectionKey, let value = group[0].data[key].flatMap(Self.scalarText) { itemId += ":" + value }
+            if let key = entry.type.sectionKey, let value = group[0].data[key].flatMap(Self.scalarText) { itemId += ":" + value }
             let item: JSONObject = [
                 "notification": .string(name),
                 "title": .string(rendered.title),
@@ -112,9 +116,18 @@ extension EngineStep {
                 "reason": .string(reason),
             ]
             var expiresAt = profile.sections[section]?.expiresAfter.map { now + $0 }
-            if let intentExpiry = group.compactMap(\.expiresAt).min() { expiresAt = min(expiresAt ?? intentExpiry, intentExpiry) }
+            if let intentExpiry = Self.earliestExpiry(of: group) { expiresAt = min(expiresAt ?? intentExpiry, intentExpiry) }
             emitSection(section, itemId: itemId, item: item, expiresAt: expiresAt)
         }
+    }
+
+    /// The earliest `expiresAt` among `intents` (a loop: `compactMap(...).min()` built an array).
+    static func earliestExpiry(of intents: [PendingIntent]) -> Timestamp? {
+        var earliest: Timestamp?
+        for intent in intents {
+            if let at = intent.expiresAt, earliest.map({ at < $0 }) ?? true { earliest = at }
+        }
+        return earliest
     }
 
     static func scalarText(_ value: JSONValue) -> String? {

@@ -25,7 +25,10 @@ extension EngineStep {
     func rank(of candidate: Candidate) -> Int {
         switch candidate.kind {
         case .intents, .topPending:
-            return candidate.intents.compactMap { profile.catalog[$0.type]?.rank }.min() ?? Int.max
+            var best = Int.max
+            var lookup = CatalogLookup(prepared)
+            for intent in candidate.intents { if let rank = lookup(intent.type)?.type.rank, rank < best { best = rank } }
+            return best
         case .digest:
             return profile.catalog[profile.digest.notification]?.rank ?? Int.max
         case .lapsedSummary, .dormantEmail:
@@ -56,16 +59,19 @@ extension EngineStep {
         guard !candidate.intents.isEmpty else { return nil }
 
         // A replay under another profile may hold types that profile does not know.
-        let unknown = candidate.intents.filter { profile.catalog[$0.type] == nil }
+        var lookup = CatalogLookup(prepared)
+        let unknown = candidate.intents.filter { lookup($0.type) == nil }
         if !unknown.isEmpty {
-            candidate.intents.removeAll { profile.catalog[$0.type] == nil }
+            candidate.intents.removeAll { prepared.catalog[$0.type] == nil }
             settle(unknown, .suppressed, Verdict(reason: "not_in_catalog", rule: "P-CAT-1"), notificationId: nil)
             guard !candidate.intents.isEmpty else { return nil }
         }
 
-        guard let type = primaryType(of: candidate.intents) else { return nil }
-        let primary = candidate.intents.filter { $0.type == type.name }
-        let others = candidate.intents.filter { $0.type != type.name }
+        guard let type = primaryType(of: candidate.intents)?.type else { return nil }
+        // A window nearly always holds one type: then no filtering (and no new arrays) is needed.
+        let homogeneous = candidate.intents.allSatisfy { $0.type == type.name }
+        let primary = homogeneous ? candidate.intents : candidate.intents.filter { $0.type == type.name }
+        let others = homogeneous ? [] : candidate.intents.filter { $0.type != type.name }
 
         if let verdict = preferenceVerdict(type) {
             settle(candidate.intents, .suppressed, verdict, notificationId: nil)
@@ -112,12 +118,12 @@ extension EngineStep {
         let bodyHash = IdempotencyMemory.hash(rendered.body)
         let dupSince = now - profile.duplicateContent.window
         if state.recent.contains(where: { $0.type == type.name && $0.bodyHash == bodyHash && $0.at > dupSince }) {
-            settle(candidate.intents, .suppressed, Verdict(reason: "duplicate_content", rule: "P-DUP-1"), notificationId: nil)
+            settle(candidate.intents, .suppressed, Verdict(reason: "duplicate_content", rule: "P-DUP-1"), notificationId: nil, rendered: rendered)
             return nil
         }
 
         if let verdict = budgetVerdict(rank: type.rank) {
-            lose(candidate.intents, verdict)
+            lose(candidate.intents, verdict, rendered: rendered)
             return nil
         }
 
@@ -146,15 +152,17 @@ extension EngineStep {
 
     /// The notification a window delivers: a type that supersedes another present (milestone
     /// over updated), else the lowest rank, then the earliest (P-COAL-1).
-    private func primaryType(of intents: [PendingIntent]) -> PolicyProfile.NotificationType? {
-        var best: PolicyProfile.NotificationType?
+    private func primaryType(of intents: [PendingIntent]) -> CatalogEntry? {
+        var best: CatalogEntry?
         for intent in intents {
-            guard let type = profile.catalog[intent.type] else { continue }
-            guard let current = best else { best = type; continue }
-            if type.name == current.name { continue }
-            let beatsBySupersede = type.supersedes.contains(current.name) && intents.contains { $0.type == current.name }
-            let losesBySupersede = current.supersedes.contains(type.name)
-            if beatsBySupersede || (!losesBySupersede && type.rank < current.rank) { best = type }
+            if let current = best, intent.type == current.type.name { continue }  // no lookup for the usual case
+            guard let entry = prepared.catalog[intent.type] else { continue }
+            guard let current = best else { best = entry; continue }
+            let type = entry.type
+            if type.name == current.type.name { continue }
+            let beatsBySupersede = type.supersedes.contains(current.type.name) && intents.contains { $0.type == current.type.name }
+            let losesBySupersede = current.type.supersedes.contains(type.name)
+            if beatsBySupersede || (!losesBySupersede && type.rank < current.type.rank) { best = entry }
         }
         return best
     }
@@ -198,7 +206,7 @@ extension EngineStep {
         candidate.phase = .deferred
         candidate.until = end
         // Wake at the earliest expiry too (P-EXP-1 "a deferred intent that reaches its expiry").
-        candidate.dueAt = min(end, candidate.intents.compactMap(\.expiresAt).min() ?? end)
+        candidate.dueAt = min(end, Self.earliestExpiry(of: candidate.intents) ?? end)
         return candidate
     }
 
@@ -237,7 +245,7 @@ extension EngineStep {
             return nil
         }
         let since = now - profile.cooldown.per
-        let recent = state.recent.count { $0.at > since && profile.catalog[$0.type]?.category == type.category }
+        let recent = state.recent.count { $0.at > since && prepared.catalog[$0.type]?.type.category == type.category }
         return recent >= profile.cooldown.maxDeliveries ? Verdict(reason: "category_cooldown", rule: "P-COOL-1", volume: true) : nil
     }
 
@@ -278,32 +286,37 @@ extension EngineStep {
     // MARK: Outcomes
 
     /// Final decisions for `intents` that were not delivered, with their section items.
-    private mutating func settle(_ intents: [PendingIntent], _ outcome: DecisionOutcome, _ verdict: Verdict, notificationId: String?) {
+    /// `rendered`: the primary type's copy, when the caller already rendered it.
+    private mutating func settle(
+        _ intents: [PendingIntent], _ outcome: DecisionOutcome, _ verdict: Verdict, notificationId: String?,
+        rendered: RenderedNotification? = nil
+    ) {
         for intent in intents {
             emitDecision(intent.id, outcome, reason: verdict.reason, rule: verdict.rule, notificationId: notificationId)
         }
-        emitSectionItems(for: intents, reason: verdict.reason)
+        emitSectionItems(for: intents, reason: verdict.reason, rendered: rendered)
         rememberTopPending(intents)
     }
 
     /// Held back by volume: into the digest once the day crossed its threshold (P-BUD-5),
     /// otherwise suppressed and remembered for a digest later that day.
-    private mutating func lose(_ intents: [PendingIntent], _ verdict: Verdict) {
+    private mutating func lose(_ intents: [PendingIntent], _ verdict: Verdict, rendered: RenderedNotification? = nil) {
         if ledger().candidates > profile.digest.whenCandidatesExceed {
             let digestId = addToDigest(intents.map(\.id))
-            settle(intents, .digested, Verdict(reason: verdict.reason, rule: "P-BUD-5"), notificationId: digestId)
+            settle(intents, .digested, Verdict(reason: verdict.reason, rule: "P-BUD-5"), notificationId: digestId, rendered: rendered)
         } else {
             updateLedger { $0.heldBack += intents.map(\.id) }
-            settle(intents, .suppressed, verdict, notificationId: nil)
+            settle(intents, .suppressed, verdict, notificationId: nil, rendered: rendered)
         }
     }
 
     /// The quiet-week `top_pending` choice: the most important intent held back since the last open.
     private mutating func rememberTopPending(_ intents: [PendingIntent]) {
+        var lookup = CatalogLookup(prepared)
         for intent in intents {
-            guard let type = profile.catalog[intent.type], !type.inAppOnly else { continue }
-            if let current = state.topPending, let currentType = profile.catalog[current.type],
-               (currentType.rank, current.arrivedAt) <= (type.rank, intent.arrivedAt)
+            guard let entry = lookup(intent.type), !entry.type.inAppOnly else { continue }
+            if let current = state.topPending, let currentEntry = lookup(current.type),
+               (currentEntry.type.rank, current.arrivedAt) <= (entry.type.rank, intent.arrivedAt)
             {
                 continue
             }

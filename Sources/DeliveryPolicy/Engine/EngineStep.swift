@@ -15,22 +15,37 @@ struct EngineStep {
     /// times a step, and the calendar arithmetic is not free.
     private(set) var today: Int
 
-    init(prepared: PreparedProfile, state: consuming DeliveryState, context: consuming ProcessingContext) {
-        self.prepared = prepared
-        self.state = state
-        self.context = context
+    /// Takes over `state` and `context` for the step's duration, leaving empty placeholders in
+    /// their place until `finish(into:_:)` hands them back.
+    ///
+    /// Why swap: moving them in with `consume` still made the optimiser copy the whole state,
+    /// context and step (a retain and a release of every buffer they hold) on every record;
+    /// `swap` exchanges the bytes and touches no reference count. The placeholders are empty
+    /// and allocate nothing.
+    init(prepared: PreparedProfile, taking state: inout DeliveryState, _ context: inout ProcessingContext) {
         let localNow = (state.zone ?? .utc).localDateTime(at: context.now)
         self.localNow = localNow
         self.today = localNow.date.daysSinceEpoch
+        self.prepared = prepared
+        self.state = DeliveryState()
+        self.context = ProcessingContext(now: context.now, userId: "", ids: context.ids)
+        swap(&self.state, &state)
+        swap(&self.context, &context)
     }
 
     mutating func refreshLocalTime() { localNow = zone.localDateTime(at: now) }
 
-    /// Ends the step, handing back the state and the context. Caches the next lapse trigger
-    /// first, so `nextWakeUp` (asked after every record) needs no zone conversion.
-    consuming func finish() -> (DeliveryState, ProcessingContext) {
-        state.lapseDueAt = Self.nextLapseTrigger(state, lapse: prepared)
-        return (state, context)
+    /// Ends the step, handing the state and the context back. Caches the next lapse trigger
+    /// first (recomputed only when what it depends on changed), so `nextWakeUp` (asked after
+    /// every record) needs no zone conversion.
+    mutating func finish(into state: inout DeliveryState, _ context: inout ProcessingContext) {
+        let inputs = LapseDueMemo.Inputs(self.state)
+        if !self.state.lapseDueMemo.holds(inputs, prepared) {
+            self.state.lapseDueAt = Self.nextLapseTrigger(self.state, lapse: prepared)
+            self.state.lapseDueMemo.record(inputs, prepared)
+        }
+        swap(&self.state, &state)
+        swap(&self.context, &context)
     }
 
     var profile: PolicyProfile { prepared.profile }

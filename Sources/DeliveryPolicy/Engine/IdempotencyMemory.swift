@@ -51,13 +51,20 @@ struct IdempotencyMemory: Hashable, Sendable {
     }
 
     /// FNV-1a, 64 bit: stable across processes and platforms (unlike `Hasher`).
+    ///
+    /// Reads the UTF-8 bytes through `withUTF8` (a contiguous buffer for native strings): the
+    /// `utf8` view's iterator costs several times more per byte, and rendered bodies are hashed
+    /// for every delivery (P-DUP-1). Same bytes, same hash.
     static func hash(_ text: String) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            h ^= UInt64(byte)
-            h = h &* 0x0000_0100_0000_01b3
+        var text = text
+        return text.withUTF8 { bytes in
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes {
+                h ^= UInt64(byte)
+                h = h &* 0x0000_0100_0000_01b3
+            }
+            return h
         }
-        return h
     }
 }
 

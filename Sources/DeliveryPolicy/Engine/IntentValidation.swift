@@ -29,15 +29,17 @@ enum IntentValidation {
         }
     }
 
-    static func validate(_ intent: Intent, profile prepared: PreparedProfile) throws(RecordError) -> PolicyProfile.NotificationType {
-        guard let (type, plan) = prepared.validation[intent.notification] else {
+    /// Returns the type's catalog entry (a reference: handing out the `NotificationType` value
+    /// copied all its fields once per intent).
+    static func validate(_ intent: Intent, profile prepared: PreparedProfile) throws(RecordError) -> CatalogEntry {
+        guard let entry = prepared.catalog[intent.notification] else {
             throw RecordError("unknown notification type '\(intent.notification)' (P-CAT-1: not in the '\(prepared.profile.name)' catalog)")
         }
-        if type.generated {
+        if entry.type.generated {
             throw RecordError("notification type '\(intent.notification)' is made by the delivery worker itself and cannot be requested")
         }
-        if intent.category != type.category {
-            throw RecordError("field 'category' is '\(intent.category)', but '\(intent.notification)' is in category '\(type.category)'")
+        if intent.category != entry.type.category {
+            throw RecordError("field 'category' is '\(intent.category)', but '\(intent.notification)' is in category '\(entry.type.category)'")
         }
         let data = intent.data
         func scalar(_ field: String) throws(RecordError) {
@@ -65,9 +67,9 @@ enum IntentValidation {
             if required && array.isEmpty { throw RecordError("field 'data.\(field)' must not be empty") }
         }
 
-        switch type.merge {
+        switch entry.type.merge {
         case .first, .latest:
-            for field in plan.copyFields { try scalar(field) }
+            for field in entry.plan.copyFields { try scalar(field) }
         case .sumCount:
             try integer("count", required: true)
             try strings("contact_ids", required: false)
@@ -80,7 +82,7 @@ enum IntentValidation {
         case .contactReminders:
             try scalar("contact_name")
         }
-        for field in plan.linkFields {
+        for field in entry.plan.linkFields {
             if field == "contact_id", data["contact_id"] == nil {
                 guard let ids = data["contact_ids"]?.arrayValue, !ids.isEmpty else {
                     throw RecordError("missing required field 'data.contact_ids' (\(intent.notification)'s deep link needs a contact)")
@@ -89,7 +91,7 @@ enum IntentValidation {
             }
             try scalar(field)
         }
-        if let key = type.caps.perKey?.field { try scalar(key) }
-        return type
+        if let key = entry.type.caps.perKey?.field { try scalar(key) }
+        return entry
     }
 }

@@ -6,12 +6,47 @@
 /// from the profile alone, computed once here instead of per record.
 final class PreparedProfile: Sendable {
     let profile: PolicyProfile
-    /// The catalog with, for each type, the `data` fields an intent of the type must carry:
-    /// one lookup per intent finds both.
-    let validation: [String: (type: PolicyProfile.NotificationType, plan: IntentValidation.Plan)]
+    /// The catalog by type name, each entry behind a reference (see `CatalogEntry`).
+    let catalog: [String: CatalogEntry]
 
     init(_ profile: PolicyProfile) {
         self.profile = profile
-        self.validation = profile.catalog.mapValues { ($0, IntentValidation.Plan($0)) }
+        self.catalog = profile.catalog.mapValues(CatalogEntry.init)
+    }
+}
+
+/// One catalog type with what the engine derives from it.
+///
+/// Why a class: `NotificationType` holds some fifteen strings and collections, and reading it
+/// out of `profile.catalog` copies it (a retain and a release per field). The engine looks types
+/// up several times per intent (rank, primary type, cool-down, top pending, section items), so
+/// a lookup that hands out one reference, reading only the fields it needs, is much cheaper.
+final class CatalogEntry: Sendable {
+    let type: PolicyProfile.NotificationType
+    /// The `data` fields an intent of the type must carry: one lookup per intent finds both.
+    let plan: IntentValidation.Plan
+
+    init(_ type: PolicyProfile.NotificationType) {
+        self.type = type
+        self.plan = IntentValidation.Plan(type)
+    }
+}
+
+/// `PreparedProfile.catalog` lookups that remember the last type found.
+///
+/// Why: the intents of a coalescing window nearly always share one type, and the loops over
+/// them looked the same name up once per intent; comparing a name with the last one is much
+/// cheaper than hashing it.
+struct CatalogLookup {
+    let catalog: [String: CatalogEntry]
+    private var last: CatalogEntry?
+
+    init(_ prepared: PreparedProfile) { catalog = prepared.catalog }
+
+    mutating func callAsFunction(_ name: String) -> CatalogEntry? {
+        if let last, last.type.name == name { return last }
+        let entry = catalog[name]
+        if entry != nil { last = entry }
+        return entry
     }
 }

@@ -29,7 +29,7 @@ enum Renderer {
             subjects = addContacts(intents, to: &values)
             variant = "one"
         case .names:
-            let names = intents.flatMap { ($0.data["names"]?.arrayValue ?? []).compactMap(\.stringValue) }
+            let names = strings(in: "names", of: intents, distinct: false)
             values["name"] = names.first ?? ""
             values["others"] = String(max(0, names.count - 1))
             subjects = max(names.count, addContacts(intents, to: &values))
@@ -85,14 +85,23 @@ enum Renderer {
     /// `contact_ids` of all intents, in order: `{contact_id}` is the first; returns how many
     /// distinct contacts there are.
     private static func addContacts(_ intents: [PendingIntent], to values: inout TemplateValues) -> Int {
-        var ids: [String] = []
-        for intent in intents {
-            for id in (intent.data["contact_ids"]?.arrayValue ?? []).compactMap(\.stringValue) where !ids.contains(id) {
-                ids.append(id)
-            }
-        }
+        let ids = strings(in: "contact_ids", of: intents, distinct: true)
         if let first = ids.first, values["contact_id"] == nil { values["contact_id"] = first }
         return ids.count
+    }
+
+    /// The strings of the list `field` of every intent's `data`, in order (without repeats when
+    /// `distinct`). Non-string elements and non-list fields are skipped.
+    ///
+    /// Why a loop: `flatMap` / `compactMap` built two temporary arrays per intent, and merged
+    /// windows hold dozens of intents.
+    private static func strings(in field: String, of intents: [PendingIntent], distinct: Bool) -> [String] {
+        var out: [String] = []
+        for intent in intents {
+            guard case .array(let elements)? = intent.data[field] else { continue }
+            for case .string(let text) in elements where !distinct || !out.contains(text) { out.append(text) }
+        }
+        return out
     }
 
     /// A scalar field of `data` as text, for `{field}` placeholders; nil for null, lists and objects.

@@ -71,6 +71,9 @@ public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
 
     /// As `render(_:)`, reading each placeholder's value from `value` (nil renders empty).
     func render(_ value: (String) -> String?) -> String {
+        // Copy without placeholders (most titles and deep links) is its own rendering: hand out
+        // the parsed string itself, sharing its storage, instead of building a copy of it.
+        if segments.count == 1, case .text(let text) = segments[0] { return text }
         var out = ""
         // One allocation for the usual result instead of one per growth step; short results
         // stay in Swift's inline small-string form, which needs none.
