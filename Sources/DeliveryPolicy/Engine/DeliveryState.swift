@@ -8,34 +8,22 @@ import FleetModel
 /// encoding is compact: short keys, defaults and empty collections left out, times as
 /// milliseconds (see `DeliveryState.encode(to:)`). An idle user encodes to well under 512 bytes.
 public struct DeliveryState: Hashable, Sendable {
+    // The fields every step reads or writes live inline. Settings, lifecycle totals and the
+    // rarer volume rules live in `cold` (see `ColdState`, DeliveryState+Cold.swift), which
+    // forwards them under the same names.
+
     // Settings (user.settings_changed, permission.changed)
     var zone: Zone?
-    var quietHours: QuietHours?
     var pushEnabled = true
     var notificationsDenied = false
-    var emailOptIn = false
-    var premium = false
-    var disabledCategories: [String] = []
 
     // Lifecycle
-    var signedUpAt: Timestamp?
     var lastOpenAt: Timestamp?
     var lastActionAt: Timestamp?
-    var streak: Streak?
-    var lapse = LapseState()
-    var lastScore: Int?
-    var lastDeliveredCategory: String?
-    var sinceOpen = SinceOpenTotals()
-    /// The most important notification held back since the last open (quiet week `top_pending`).
-    var topPending: PendingIntent?
 
     // Volume rules
     var day: DayLedger?
     var recent: [RecentDelivery] = []
-    var keyedCaps: [KeyedCap] = []
-    var lifetime: [String: Int] = [:]
-    var dismissals: [Dismissal] = []
-    var cooldownUntil: [String: Timestamp] = [:]
 
     // Timers
     var pending: [Candidate] = []
@@ -46,6 +34,9 @@ public struct DeliveryState: Hashable, Sendable {
 
     // P-IDEM-1
     var memory = IdempotencyMemory()
+
+    /// The rarely used fields, copied on write (see `ColdStateBox`).
+    var coldBox = ColdStateBox.empty
 
     public init() {}
 }
@@ -372,7 +363,10 @@ struct LapseDueMemo: Hashable, Sendable {
         var fired: UInt8
         var noActionFired: Bool
 
-        init(_ state: DeliveryState) {
+        /// `borrowing`: an initializer takes its arguments owned, and with the cold fields behind
+        /// a reference the optimiser no longer picked the five fields out of the state, so it
+        /// copied the whole state (twice) at the end of every step to make this call.
+        init(_ state: borrowing DeliveryState) {
             lastOpenAt = state.lastOpenAt?.millisecondsSinceEpoch ?? .min
             lastActionAt = state.lastActionAt?.millisecondsSinceEpoch ?? .min
             zone = state.zone?.identifier ?? ""
