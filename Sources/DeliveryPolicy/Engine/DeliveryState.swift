@@ -31,6 +31,8 @@ public struct DeliveryState: Hashable, Sendable {
     var lapseDueAt: Timestamp?
     /// What `lapseDueAt` was last computed from; in memory only (see `LapseDueMemo`).
     var lapseDueMemo = LapseDueMemo()
+    /// The date of the local day of the last step; in memory only (see `LocalDayMemo`).
+    var localDayMemo = LocalDayMemo()
 
     // P-IDEM-1
     var memory = IdempotencyMemory()

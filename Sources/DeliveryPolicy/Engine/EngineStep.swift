@@ -8,9 +8,7 @@ struct EngineStep {
     var context: ProcessingContext
     /// The local wall clock at `now`, computed once per step (and again if the zone changes):
     /// zone conversions are the most expensive thing the engine does.
-    private(set) var localNow: LocalDateTime {
-        didSet { today = localNow.date.daysSinceEpoch }
-    }
+    private(set) var localNow: LocalDateTime
     /// `localNow`'s date as days since the epoch: the ledger and pruning ask for it many
     /// times a step, and the calendar arithmetic is not free.
     private(set) var today: Int
@@ -23,9 +21,11 @@ struct EngineStep {
     /// `swap` exchanges the bytes and touches no reference count. The placeholders are empty
     /// and allocate nothing.
     init(prepared: PreparedProfile, taking state: inout DeliveryState, _ context: inout ProcessingContext) {
-        let localNow = (state.zone ?? .utc).localDateTime(at: context.now)
+        // Same result as `zone.localDateTime(at:)`, with the date memoised per user (see
+        // `LocalDayMemo`): consecutive steps nearly always share a local day.
+        let (localNow, today) = state.localDayMemo.localDateTime(in: state.zone ?? .utc, at: context.now)
         self.localNow = localNow
-        self.today = localNow.date.daysSinceEpoch
+        self.today = today
         self.prepared = prepared
         self.state = DeliveryState()
         self.context = ProcessingContext(now: context.now, userId: "", ids: context.ids)
@@ -33,7 +33,9 @@ struct EngineStep {
         swap(&self.context, &context)
     }
 
-    mutating func refreshLocalTime() { localNow = zone.localDateTime(at: now) }
+    mutating func refreshLocalTime() {
+        (localNow, today) = state.localDayMemo.localDateTime(in: zone, at: now)
+    }
 
     /// Ends the step, handing the state and the context back. Caches the next lapse trigger
     /// first (recomputed only when what it depends on changed), so `nextWakeUp` (asked after
