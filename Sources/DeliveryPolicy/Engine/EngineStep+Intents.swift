@@ -15,7 +15,7 @@ extension EngineStep {
         updateLedger { $0.candidates += 1 }  // P-BUD-5 threshold
 
         let window = profile.coalescing.window
-        if profile.category(entry.type.category).coalesce && window.milliseconds > 0 {
+        if entry.category.coalesce && window.milliseconds > 0 {
             // P-COAL-1: held from the first arrival of the category, not sliding.
             if let i = state.pending.firstIndex(where: { $0.kind == .intents && $0.phase == .collecting && $0.category == entry.type.category }) {
                 state.pending[i].intents.append(pending)

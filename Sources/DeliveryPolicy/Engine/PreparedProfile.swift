@@ -11,7 +11,7 @@ final class PreparedProfile: Sendable {
 
     init(_ profile: PolicyProfile) {
         self.profile = profile
-        self.catalog = profile.catalog.mapValues(CatalogEntry.init)
+        self.catalog = profile.catalog.mapValues { CatalogEntry($0, category: profile.category($0.category)) }
     }
 }
 
@@ -25,10 +25,14 @@ final class CatalogEntry: Sendable {
     let type: PolicyProfile.NotificationType
     /// The `data` fields an intent of the type must carry: one lookup per intent finds both.
     let plan: IntentValidation.Plan
+    /// `profile.category(type.category)`, looked up once: every arriving intent asks whether
+    /// its category coalesces, and that was a `String`-keyed lookup per intent.
+    let category: PolicyProfile.CategoryPolicy
 
-    init(_ type: PolicyProfile.NotificationType) {
+    init(_ type: PolicyProfile.NotificationType, category: PolicyProfile.CategoryPolicy) {
         self.type = type
         self.plan = IntentValidation.Plan(type)
+        self.category = category
     }
 }
 
