@@ -35,30 +35,17 @@ struct DecisionsCommand: AsyncParsableCommand {
         }
         try await reader.assign(offsets)
 
-        var table = DecisionTable()
-        let deadline = ContinuousClock.now + .seconds(timeout)
+        // Every decision is one record of the decisions topic, so counting those is enough.
+        let decisionsTopic = connection.namespace.physical(Topics.decisions)
         let expected = expect
-        let namespace = connection.namespace
-        table = try await withThrowingTaskGroup(of: DecisionTable?.self) { group in
-            group.addTask {
-                var table = DecisionTable()
-                for try await batch in reader.batches {
-                    for message in batch {
-                        guard let value = message.value, let record = try? RecordCodec.decode(value) else { continue }
-                        table.add(record, topic: namespace.logical(message.topic) ?? message.topic,
-                                  at: Timestamp(millisecondsSinceEpoch: message.timestamp ?? 0))
-                    }
-                    if table.decisionCount >= expected { return table }
-                }
-                return table
-            }
-            group.addTask {
-                try? await Task.sleep(until: deadline)
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first ?? DecisionTable()
+        let messages = try await reader.collect(timeout: .seconds(timeout)) { read in
+            read.lazy.filter { $0.topic == decisionsTopic }.count >= expected
+        }
+        var table = DecisionTable()
+        for message in messages {
+            guard let value = message.value, let record = try? RecordCodec.decode(value) else { continue }
+            table.add(record, topic: connection.namespace.logical(message.topic) ?? message.topic,
+                      at: Timestamp(millisecondsSinceEpoch: message.timestamp ?? 0))
         }
         await reader.close()
         print(table.render(user: user))

@@ -94,27 +94,7 @@ struct FleetHarness: Sendable {
         var offsets: [TopicPartition: Int64] = [:]
         for p in 0..<partitions { offsets[TopicPartition(namespace.physical(topic), p)] = KafkaConsumer.beginning }
         try await consumer.assign(offsets)
-        let deadline = ContinuousClock.now + timeout
-        var messages: [KafkaMessage] = []
-        let collected = try await withThrowingTaskGroup(of: [KafkaMessage].self) { group in
-            group.addTask {
-                var seen: [KafkaMessage] = []
-                for try await batch in consumer.batches {
-                    seen.append(contentsOf: batch)
-                    if seen.count >= count { break }
-                }
-                return seen
-            }
-            group.addTask {
-                try? await Task.sleep(until: deadline)
-                return []
-            }
-            var result: [KafkaMessage] = []
-            if let first = try await group.next() { result = first }
-            group.cancelAll()
-            return result
-        }
-        messages = collected
+        let messages = try await consumer.collect(count: count, timeout: timeout)
         await consumer.close()
         return messages.sorted { ($0.partition, $0.offset) < ($1.partition, $1.offset) }
     }

@@ -76,19 +76,7 @@ enum TestBroker {
     /// Reads from `consumer` until `count` messages arrived or `timeout` passed, and returns what
     /// arrived (callers check the count; fewer means the timeout struck).
     static func collect(_ consumer: KafkaConsumer, count: Int, timeout: Duration = .seconds(20)) async throws -> [KafkaMessage] {
-        let received = MessageBuffer()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for try await batch in consumer.batches {
-                    let total = received.append(batch)
-                    if total >= count { return }
-                }
-            }
-            group.addTask { try await Task.sleep(for: timeout) }
-            try await group.next()
-            group.cancelAll()
-        }
-        return received.messages
+        try await consumer.collect(count: count, timeout: timeout)
     }
 }
 
