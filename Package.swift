@@ -124,6 +124,7 @@ let package = Package(
             name: "FleetModelTests",
             dependencies: [
                 "FleetModel",
+                "FleetTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

@@ -22,6 +22,7 @@ let package = Package(
             dependencies: [
                 .product(name: "DeliveryPolicy", package: root),
                 .product(name: "FleetModel", package: root),
+                .product(name: "FleetTestSupport", package: root),
             ],
             path: "DeliveryWorkload"
         ),

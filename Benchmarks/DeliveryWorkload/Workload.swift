@@ -1,5 +1,6 @@
 import DeliveryPolicy
 import FleetModel
+import FleetTestSupport
 
 /// The benchmark's realistic mix (see DeliveryEngineBenchmark), shared with
 /// `DeliveryEngineProfile`, a plain executable that runs it under valgrind/perf.
@@ -74,7 +75,7 @@ public struct Workload: Sendable {
     public static func make(users: Int) -> Workload {
         let profile: PolicyProfile
         do { profile = try PolicyProfile.shipped("rin") } catch { fatalError("rin profile: \(error)") }
-        var rng = SplitMix64(state: 42)
+        var rng = SplitMix64(seed: 42)
         let zones = ["UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Asia/Kathmandu", "Australia/Sydney"].compactMap(Zone.init(identifier:))
         let start = Timestamp(rfc3339: "2026-03-02T00:00:00Z") ?? Timestamp(millisecondsSinceEpoch: 0)
         var inputs: [Input] = []
@@ -132,16 +133,4 @@ public struct Workload: Sendable {
             engine: DeliveryEngine(profile: profile), inputs: inputs, users: users, userIds: (0..<users).map { "u\($0)" }, busy: busy,
             end: start + .days(4))
     }
-}
-
-struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func int(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }

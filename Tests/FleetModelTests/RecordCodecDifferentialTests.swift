@@ -1,4 +1,5 @@
 @testable import FleetModel
+import FleetTestSupport
 import Foundation
 import PropertyBased
 import Testing
@@ -28,18 +29,12 @@ enum FoundationRecordDecoding {
     }
 }
 
-/// A deterministic random source driven by the property test's seed (SplitMix64).
+/// A deterministic random source driven by the property test's seed.
 struct Dice {
-    var state: UInt64
-    init(seed: Int) { state = UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+    private var rng: SplitMix64
+    init(seed: Int) { rng = SplitMix64(seed: UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1) }
+    mutating func next() -> UInt64 { rng.next() }
+    mutating func below(_ n: Int) -> Int { rng.int(n) }
     mutating func pick<T>(_ options: [T]) -> T { options[below(options.count)] }
     mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
 }
