@@ -32,8 +32,13 @@ package struct JSONReader {
         /// 0-based byte offset of the problem.
         package var offset: Int
         package var reason: String
+        /// A malformed token (a `\u` without four hex digits) ends the document in every dialect,
+        /// as in `JSONDecoder`; other bad string contents may be deferred to decoding time.
+        package var isMalformedToken: Bool
 
-        package init(offset: Int, reason: String) { self.offset = offset; self.reason = reason }
+        package init(offset: Int, reason: String, isMalformedToken: Bool = false) {
+            self.offset = offset; self.reason = reason; self.isMalformedToken = isMalformedToken
+        }
     }
 
     private let bytes: UnsafeBufferPointer<UInt8>
@@ -88,7 +93,7 @@ package struct JSONReader {
             let start = index
             do {
                 return .string(try readString())
-            } catch {
+            } catch where !error.isMalformedToken {
                 index = start
                 try skipString()
                 return .invalidString
@@ -137,7 +142,7 @@ package struct JSONReader {
                 let start = index
                 do {
                     key = try readString()
-                } catch {
+                } catch where !error.isMalformedToken {
                     index = start
                     try skipString()
                     hasInvalidName = true
@@ -291,7 +296,7 @@ package struct JSONReader {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
             case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
             case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
-            default: throw failure("invalid \\u escape")
+            default: throw Failure(offset: index, reason: "invalid \\u escape", isMalformedToken: true)
             }
             value = value * 16 + digit
             index += 1
