@@ -134,7 +134,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KafkaTests",
-            dependencies: ["Kafka"]
+            dependencies: ["Kafka", "FleetTestSupport"]
         ),
         .testTarget(
             name: "DeliveryPolicyTests",
@@ -165,7 +165,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Kafka", "FleetWorkers", "FleetModel", "UpstreamProcessors",
+                "Kafka", "FleetWorkers", "FleetModel", "UpstreamProcessors", "FleetTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,4 +1,5 @@
 import FleetModel
+import FleetTestSupport
 import FleetWorkers
 import Foundation
 import Kafka
@@ -11,19 +12,7 @@ import Testing
 /// The broker address comes from `FLEET_KAFKA_BOOTSTRAP` (`eval "$(scripts/broker env)"`); without
 /// it these tests are skipped with a loud message, except under `CI=true` where they fail.
 struct FleetHarness: Sendable {
-    static let environment = ProcessInfo.processInfo.environment
-
-    static var brokerAvailable: Bool {
-        if environment["FLEET_KAFKA_BOOTSTRAP"].map({ !$0.isEmpty }) == true || environment["CI"] == "true" { return true }
-        FileHandle.standardError.write(Data("""
-            **************************************************************************
-            * IntegrationTests: FLEET_KAFKA_BOOTSTRAP is not set — SKIPPING them.     *
-            * Start a broker with: scripts/broker start && eval "$(scripts/broker env)" *
-            **************************************************************************
-
-            """.utf8))
-        return false
-    }
+    static var brokerAvailable: Bool { TestBrokerEnvironment.isAvailable(for: "IntegrationTests") }
 
     let bootstrap: String
     let namespace: TopicNamespace
@@ -32,7 +21,7 @@ struct FleetHarness: Sendable {
     /// A fresh namespace with every fleet topic created.
     static func make(partitions: Int32 = 2, sourceLocation: SourceLocation = #_sourceLocation) async throws -> FleetHarness {
         let bootstrap = try #require(
-            environment["FLEET_KAFKA_BOOTSTRAP"].flatMap { $0.isEmpty ? nil : $0 },
+            TestBrokerEnvironment.bootstrap,
             "FLEET_KAFKA_BOOTSTRAP must be set (scripts/broker start)", sourceLocation: sourceLocation)
         let namespace = TopicNamespace(prefix: "it-\(UUID().uuidString.prefix(8).lowercased()).")
         let harness = FleetHarness(bootstrap: bootstrap, namespace: namespace, partitions: partitions)

@@ -1,3 +1,4 @@
+import FleetTestSupport
 import Foundation
 import Synchronization
 import Kafka
@@ -9,27 +10,10 @@ import Testing
 /// The address comes from `FLEET_KAFKA_BOOTSTRAP` (`eval "$(scripts/broker env)"`). Without it the
 /// integration tests are skipped with a loud message — unless `CI=true`, where that is a failure.
 enum TestBroker {
-    static let environment = ProcessInfo.processInfo.environment
+    static var bootstrap: String? { TestBrokerEnvironment.bootstrap }
 
-    static var bootstrap: String? {
-        environment["FLEET_KAFKA_BOOTSTRAP"].flatMap { $0.isEmpty ? nil : $0 }
-    }
-
-    static var isCI: Bool { environment["CI"] == "true" }
-
-    /// Trait condition for integration suites.
-    static var available: Bool {
-        if bootstrap != nil { return true }
-        if isCI { return true }  // let the test run and fail in `requireBootstrap()`
-        FileHandle.standardError.write(Data("""
-            ************************************************************************
-            * KafkaTests: FLEET_KAFKA_BOOTSTRAP is not set — SKIPPING broker tests. *
-            * Start one with: scripts/broker start && eval "$(scripts/broker env)"  *
-            ************************************************************************
-
-            """.utf8))
-        return false
-    }
+    /// Trait condition for integration suites (skipped loudly outside CI, failing in CI).
+    static var available: Bool { TestBrokerEnvironment.isAvailable(for: "KafkaTests") }
 
     /// The bootstrap address; records a failure (CI) when it is missing.
     static func requireBootstrap(sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
