@@ -21,7 +21,28 @@ public enum WorkerEnvironment {
         meaning: "Stable member id (`group.instance.id`), e.g. the pod name; defaults to $POD_NAME, else unset.")
     public static let batchMaxRecords = Variable(
         name: "FLEET_BATCH_MAX_RECORDS", defaultValue: "1000",
-        meaning: "Most records folded per batch; a batch's outputs are produced and acknowledged before its offsets are committed.")
+        meaning: "Most records handed over by one poll; a commit interval folds as many polls as it takes.")
+    public static let guarantee = Variable(
+        name: "FLEET_GUARANTEE", defaultValue: "exactly_once",
+        meaning: "`exactly_once` (one transaction per commit interval: outputs, state, history and offsets; Apache Kafka >= 2.5) or `at_least_once` (produce, await acks, then commit offsets; for brokers without complete transactions).")
+    public static let commitInterval = Variable(
+        name: "FLEET_COMMIT_INTERVAL_MS", defaultValue: "100",
+        meaning: "How long a commit unit collects work before its outputs, state, history and offsets are committed together.")
+    public static let tickInterval = Variable(
+        name: "FLEET_TICK_INTERVAL_MS", defaultValue: "1000",
+        meaning: "Idle time after which an inbox partition with a due timer gets a `tick` record (delivery and reminder workers); 0 turns ticks off (replays, equivalence tests).")
+    public static let httpPort = Variable(
+        name: "FLEET_HTTP_PORT", defaultValue: "8080",
+        meaning: "Port of /healthz, /readyz and /metrics; 0 picks a free port (logged at start).")
+    public static let httpHost = Variable(
+        name: "FLEET_HTTP_HOST", defaultValue: "0.0.0.0",
+        meaning: "Address the HTTP port binds to.")
+    public static let profile = Variable(
+        name: "FLEET_PROFILE", defaultValue: "rin",
+        meaning: "Policy profile: a shipped profile's name (rin, fitcircle) or the path of a profile YAML file (e.g. a mounted ConfigMap).")
+    public static let metadataCheckInterval = Variable(
+        name: "FLEET_METADATA_CHECK_INTERVAL_MS", defaultValue: "10000",
+        meaning: "How often partition counts are re-read; a topic whose count changed stops being processed (no silent reshuffle).")
     public static let topicPrefix = Variable(
         name: "FLEET_TOPIC_PREFIX", defaultValue: "",
         meaning: "Prefix of every physical topic name (e.g. `staging.`), so fleets can share a cluster. Record ids use the logical names.")
@@ -32,7 +53,8 @@ public enum WorkerEnvironment {
         meaning: "Any librdkafka property: KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol (lowercase, _ → .).")
 
     public static let all: [Variable] = [
-        bootstrapServers, groupId, instanceId, batchMaxRecords, topicPrefix, logLevel, kafkaPassThrough,
+        bootstrapServers, groupId, instanceId, guarantee, commitInterval, tickInterval, batchMaxRecords,
+        httpPort, httpHost, profile, metadataCheckInterval, topicPrefix, logLevel, kafkaPassThrough,
     ]
 }
 
@@ -43,6 +65,15 @@ public struct WorkerSettings: Sendable {
     public var groupId: String
     public var instanceId: String?
     public var batchMaxRecords: Int
+    public var guarantee: DeliveryGuarantee
+    public var commitInterval: Duration
+    /// `nil` when ticks are off.
+    public var tickInterval: Duration?
+    public var httpPort: Int
+    public var httpHost: String
+    /// A shipped profile's name or a profile file's path.
+    public var profile: String
+    public var metadataCheckInterval: Duration
     public var logLevel: String
     public var topics: TopicNamespace
     /// librdkafka properties from `KAFKA_*` variables (TLS, SASL, timeouts …).
@@ -57,11 +88,30 @@ public struct WorkerSettings: Sendable {
             guard let n = Int(text), n > 0 else { throw SettingsError("\(v.name) must be a positive integer, got '\(text)'") }
             return n
         }
+        func nonNegativeInt(_ v: WorkerEnvironment.Variable) throws(SettingsError) -> Int {
+            let text = value(v) ?? ""
+            guard let n = Int(text), n >= 0 else { throw SettingsError("\(v.name) must be a non-negative integer, got '\(text)'") }
+            return n
+        }
         self.worker = worker
         self.bootstrapServers = value(WorkerEnvironment.bootstrapServers) ?? "127.0.0.1:9092"
         self.groupId = value(WorkerEnvironment.groupId) ?? worker.rawValue
         self.instanceId = value(WorkerEnvironment.instanceId) ?? environment["POD_NAME"]
         self.batchMaxRecords = try positiveInt(WorkerEnvironment.batchMaxRecords)
+        let guaranteeText = value(WorkerEnvironment.guarantee) ?? ""
+        guard let guarantee = DeliveryGuarantee(rawValue: guaranteeText) else {
+            throw SettingsError("FLEET_GUARANTEE must be exactly_once or at_least_once, got '\(guaranteeText)'")
+        }
+        self.guarantee = guarantee
+        self.commitInterval = .milliseconds(try positiveInt(WorkerEnvironment.commitInterval))
+        let tick = try nonNegativeInt(WorkerEnvironment.tickInterval)
+        self.tickInterval = tick == 0 ? nil : .milliseconds(tick)
+        let port = try nonNegativeInt(WorkerEnvironment.httpPort)
+        guard port <= 65_535 else { throw SettingsError("FLEET_HTTP_PORT must be at most 65535, got '\(port)'") }
+        self.httpPort = port
+        self.httpHost = value(WorkerEnvironment.httpHost) ?? "0.0.0.0"
+        self.profile = value(WorkerEnvironment.profile) ?? "rin"
+        self.metadataCheckInterval = .milliseconds(try positiveInt(WorkerEnvironment.metadataCheckInterval))
         self.logLevel = value(WorkerEnvironment.logLevel) ?? "info"
         self.topics = TopicNamespace(prefix: value(WorkerEnvironment.topicPrefix) ?? "")
         self.kafkaPassThrough = KafkaConfiguration.fromEnvironment(environment)
@@ -79,6 +129,15 @@ public struct WorkerSettings: Sendable {
         KafkaConfiguration(properties: ["bootstrap.servers": bootstrapServers, "client.id": worker.rawValue])
             .merging(kafkaPassThrough)
     }
+}
+
+/// How a worker commits its work (DESIGN.md principle 4).
+public enum DeliveryGuarantee: String, Sendable, Hashable, CaseIterable {
+    /// One transaction per commit interval holding outputs, state, history and consumed offsets.
+    case exactlyOnce = "exactly_once"
+    /// Produce, await every acknowledgement, then commit offsets: a crash repeats only the
+    /// uncommitted tail, as exact copies with the same ids.
+    case atLeastOnce = "at_least_once"
 }
 
 public struct SettingsError: Error, CustomStringConvertible, Sendable {
