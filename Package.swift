@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "FleetSimulation", targets: ["FleetSimulation"]),
         .library(name: "FleetTestSupport", targets: ["FleetTestSupport"]),
         .executable(name: "fleetctl", targets: ["fleetctl"]),
+        .executable(name: "score-worker", targets: ["score-worker"]),
+        .executable(name: "sync-worker", targets: ["sync-worker"]),
+        .executable(name: "reminder-worker", targets: ["reminder-worker"]),
         .executable(name: "access-worker", targets: ["access-worker"]),
         .executable(name: "delivery-worker", targets: ["delivery-worker"]),
     ],
@@ -81,7 +84,8 @@ let package = Package(
             name: "FleetTestSupport",
             swiftSettings: strict
         ),
-        // Kafka-facing worker plumbing (consume loop, DLQ, topic set, lifecycle).
+        // The stateful runtime every worker runs on (fold, restore, ticks, commits, DLQ,
+        // lifecycle) and the worker launcher.
         .target(
             name: "FleetWorkers",
             dependencies: [
@@ -89,6 +93,7 @@ let package = Package(
                 "FleetModel",
                 "UpstreamProcessors",
                 "DeliveryPolicy",
+                "FleetSimulation",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -104,10 +109,33 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
+            name: "score-worker",
+            dependencies: [
+                "FleetWorkers",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "sync-worker",
+            dependencies: [
+                "FleetWorkers",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "reminder-worker",
+            dependencies: [
+                "FleetWorkers",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
             name: "access-worker",
             dependencies: [
                 "FleetWorkers",
-                "UpstreamProcessors",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -165,7 +193,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Kafka", "FleetWorkers", "FleetModel", "UpstreamProcessors", "FleetTestSupport",
+                "Kafka", "FleetWorkers", "FleetModel", "UpstreamProcessors", "DeliveryPolicy", "FleetSimulation",
+                "FleetTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

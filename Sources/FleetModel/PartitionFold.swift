@@ -80,12 +80,17 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     /// due. `firstIndex` is the index of the first id handed out from `coordinates`: 0 in the
     /// runtime; the simulator passes on the `nextIndex` of an `advance` it made at the same
     /// coordinates, so the ids stay unique.
+    ///
+    /// `coordinates` are the record's identity for ids: where it was read, or for a record a
+    /// fleet worker forwarded or produced into this log, where it came from, with
+    /// `originIndex` its position among the producing step's outputs (see `OutputIDs`).
     @inlinable
     public mutating func apply(
-        _ record: FleetRecord, timestamp: Timestamp, coordinates: SourceCoordinates, firstIndex: Int = 0
+        _ record: FleetRecord, timestamp: Timestamp, coordinates: SourceCoordinates, originIndex: Int? = nil,
+        firstIndex: Int = 0
     ) -> FoldStep<P.State> {
         let now = max(timestamp, storedLogTime ?? timestamp)
-        var step = FoldStep<P.State>(ids: OutputIDs(origin: coordinates, startingAt: firstIndex))
+        var step = FoldStep<P.State>(ids: OutputIDs(origin: coordinates, originIndex: originIndex, startingAt: firstIndex))
         defer { timers.endOfStep() }
         fireTimers(dueBy: now, into: &step)
         storedLogTime = now

@@ -16,18 +16,48 @@ public struct OutputRecord: Hashable, Sendable {
 /// Every output id is a function of the log coordinates of the record that caused it (or, for
 /// timers, of the record whose time made them due), so a re-run yields the same ids (P-IDEM-1,
 /// crash equivalence).
+///
+/// A record that one fleet worker wrote into another's inbox is identified by where it came
+/// from, not by where it landed: the inbox offset of a forwarded or upstream record depends on
+/// how its writers interleaved and on copies a crashed writer re-sent, while its origin does not.
+/// Such a record's ids are `topic:partition:offset:originIndex:index`: the coordinates of the
+/// record that caused it upstream, and its position among that record's outputs
+/// (`originIndex`), so sibling intents of one upstream record never share an id.
 public struct OutputIDs: Hashable, Sendable {
     public let origin: SourceCoordinates
+    /// The record's position among its upstream step's outputs, for records written by a fleet
+    /// worker; nil for records read where they were first written.
+    public let originIndex: Int?
     public private(set) var nextIndex: Int
 
-    public init(origin: SourceCoordinates, startingAt index: Int = 0) {
+    public init(origin: SourceCoordinates, originIndex: Int? = nil, startingAt index: Int = 0) {
         self.origin = origin
+        self.originIndex = originIndex
         self.nextIndex = index
     }
 
     public mutating func next() -> String {
         defer { nextIndex += 1 }
+        if let originIndex {
+            let stem = Self.id(topic: origin.topic, partition: Int64(origin.partition), offset: origin.offset, index: Int64(originIndex))
+            return Self.id(topic: stem, partition: Int64(nextIndex))
+        }
         return Self.id(topic: origin.topic, partition: Int64(origin.partition), offset: origin.offset, index: Int64(nextIndex))
+    }
+
+    /// `stem:number`.
+    private static func id(topic stem: String, partition number: Int64) -> String {
+        var stem = stem
+        return stem.withUTF8 { stemBytes in
+            String(unsafeUninitializedCapacity: stemBytes.count + 22) { buffer in
+                var end = 0
+                for byte in stemBytes {
+                    buffer[end] = byte
+                    end += 1
+                }
+                return writeDecimal(number, into: buffer, at: end)
+            }
+        }
     }
 
     /// `topic:partition:offset:index`, exactly as string interpolation writes it.

@@ -1,3 +1,4 @@
+import Foundation
 public import FleetModel
 public import Kafka
 
@@ -122,6 +123,38 @@ public struct WorkerSettings: Sendable {
         var properties = ["bootstrap.servers": bootstrapServers, "group.id": groupId, "client.id": worker.rawValue]
         if let instanceId { properties["group.instance.id"] = instanceId }
         return KafkaConfiguration(properties: properties).merging(kafkaPassThrough)
+    }
+
+    /// The runtime's group consumer: cooperative-sticky assignment (a rebalance moves only the
+    /// partitions that change owner) and `read_committed`, so exactly-once outputs of other
+    /// workers are seen only once committed. `KAFKA_*` variables still win.
+    public var runtimeConsumerConfiguration: KafkaConfiguration {
+        var properties = consumerConfiguration.properties
+        properties["partition.assignment.strategy"] = "cooperative-sticky"
+        properties["isolation.level"] = "read_committed"
+        return KafkaConfiguration(properties: properties).merging(kafkaPassThrough)
+    }
+
+    /// The reader of `<worker>.state` during a restore: its own group name (librdkafka wants
+    /// one), never committing, no member id.
+    public var restoreConsumerConfiguration: KafkaConfiguration {
+        var properties = runtimeConsumerConfiguration.properties
+        properties["group.id"] = groupId + ".restore"
+        properties["group.instance.id"] = nil
+        properties["partition.assignment.strategy"] = nil
+        return KafkaConfiguration(properties: properties)
+    }
+
+    /// The runtime's producer: under exactly-once transactional, with an id stable per instance
+    /// (`<group>-<instance id>`) so a restarted instance fences its previous incarnation and
+    /// aborts whatever it left open.
+    public var runtimeProducerConfiguration: KafkaConfiguration {
+        var configuration = producerConfiguration
+        if guarantee == .exactlyOnce {
+            let member = instanceId ?? "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
+            configuration["transactional.id"] = "\(groupId)-\(member)"
+        }
+        return configuration.merging(kafkaPassThrough)
     }
 
     /// The producer's configuration (idempotent, murmur2 partitioning by default).

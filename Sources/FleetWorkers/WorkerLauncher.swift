@@ -1,19 +1,26 @@
+import DeliveryPolicy
+import FleetSimulation
 import Foundation
 public import FleetModel
 import Logging
 import ServiceLifecycle
+import UpstreamProcessors
 
-/// Starts a worker executable: settings from the environment, logging, and a service group that
-/// turns SIGTERM/SIGINT into a graceful shutdown (finish and commit the batch, leave the group).
+/// Starts a worker executable: settings from the environment, the policy profile, logging, and
+/// a service group that turns SIGTERM/SIGINT into a graceful shutdown (finish and commit the
+/// open unit, leave the group, flush).
 public enum WorkerLauncher {
-    public static func run<P: UserProcessor>(_ worker: Worker, processor: P) async throws {
+    /// Runs `worker` with the processor its profile configures, until SIGTERM/SIGINT.
+    public static func run(_ worker: Worker) async throws {
         let environment = ProcessInfo.processInfo.environment
         let settings: WorkerSettings
+        let profile: FleetProfile
         do {
             settings = try WorkerSettings(worker: worker, environment: environment)
+            profile = try FleetProfile(ProfileChoice.resolve(settings.profile))
         } catch {
             FileHandle.standardError.write(Data("\(worker.rawValue): \(error)\n".utf8))
-            throw error
+            throw ExitWithMessage()
         }
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         LoggingSystem.bootstrap { label in
@@ -22,13 +29,32 @@ public enum WorkerLauncher {
             return handler
         }
         let logger = Logger(label: worker.rawValue)
-        let service = FoldWorker(settings: settings, processor: processor, logger: logger)
+        let upstream = UpstreamProcessors(settings: profile.upstream)
+        switch worker {
+        case .score: try await serve(settings, upstream.score, logger: logger)
+        case .sync: try await serve(settings, upstream.sync, logger: logger)
+        case .reminder: try await serve(settings, upstream.reminder, logger: logger)
+        case .access: try await serve(settings, upstream.access, logger: logger)
+        case .delivery: try await serve(settings, DeliveryEngine(profile: profile.delivery), logger: logger)
+        }
+    }
+
+    private static func serve<P: UserProcessor>(_ settings: WorkerSettings, _ processor: P, logger: Logger) async throws {
+        let runtime = WorkerRuntime(settings: settings, processor: processor, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                services: [.init(service: runtime, successTerminationBehavior: .gracefullyShutdownGroup)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
-        try await group.run()
+        do {
+            try await group.run()
+        } catch let error as WorkerStopped {
+            FileHandle.standardError.write(Data("\(settings.worker.rawValue): \(error.description)\n".utf8))
+            throw ExitWithMessage()
+        } catch let error as TopicLayout.Mismatch {
+            FileHandle.standardError.write(Data("\(error.description)\n".utf8))
+            throw ExitWithMessage()
+        }
     }
 
     /// The `--help` text shared by the worker executables: what they read from the environment.
@@ -40,4 +66,9 @@ public enum WorkerLauncher {
         }
         return lines.joined(separator: "\n")
     }
+}
+
+/// The worker already printed why it stops; exit non-zero without repeating it.
+public struct ExitWithMessage: Error, CustomStringConvertible {
+    public var description: String { "stopped (see the message above)" }
 }

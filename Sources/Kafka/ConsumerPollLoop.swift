@@ -18,7 +18,8 @@ import Logging
 final class ConsumerPollLoop: @unchecked Sendable {
     // Guarded by `condition`.
     private var handler: RebalanceHandler?
-    private var pauseNewlyAssigned = false
+    /// Topics whose newly assigned partitions are paused at once; nil pauses none.
+    private var pauseTopics: Set<String>? = nil
     private var waiter: CheckedContinuation<[KafkaMessage]?, any Error>?
     private var leftover: [KafkaMessage]?
     private var cancelPending = false
@@ -62,10 +63,10 @@ final class ConsumerPollLoop: @unchecked Sendable {
         thread.start()
     }
 
-    func setRebalanceHandler(_ handler: RebalanceHandler?, pauseNewlyAssigned: Bool) {
+    func setRebalanceHandler(_ handler: RebalanceHandler?, pauseTopics: Set<String>?) {
         condition.withLock {
             self.handler = handler
-            self.pauseNewlyAssigned = pauseNewlyAssigned
+            self.pauseTopics = pauseTopics
         }
     }
 
@@ -261,7 +262,7 @@ final class ConsumerPollLoop: @unchecked Sendable {
         let cooperative = String(cString: rd_kafka_rebalance_protocol(handle.raw)) == "COOPERATIVE"
         let partitions = PartitionList.partitions(list)
         let proto: RebalanceEvent.RebalanceProtocol = cooperative ? .cooperative : .eager
-        let (handler, pauseNew) = condition.withLock { (self.handler, self.pauseNewlyAssigned) }
+        let (handler, pauseTopics) = condition.withLock { (self.handler, self.pauseTopics) }
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             runHandler(handler, RebalanceEvent(kind: .assigned, partitions: partitions, rebalanceProtocol: proto))
@@ -270,8 +271,11 @@ final class ConsumerPollLoop: @unchecked Sendable {
             } else {
                 logIfError(rd_kafka_assign(handle.raw, list), "assign")
             }
-            if pauseNew && !partitions.isEmpty {
-                logIfError(rd_kafka_pause_partitions(handle.raw, list), "pause on assign")
+            let toPause = partitions.filter { pauseTopics?.contains($0.topic) ?? false }
+            if !toPause.isEmpty {
+                let pauseList = PartitionList.make(toPause)
+                logIfError(rd_kafka_pause_partitions(handle.raw, pauseList), "pause on assign")
+                rd_kafka_topic_partition_list_destroy(pauseList)
             }
             revokedDuringPoll.subtract(partitions)
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:

@@ -66,7 +66,16 @@ public final class KafkaConsumer: Sendable {
     ///   - onRebalance: called before each assignment change is applied (see `RebalanceHandler`).
     public func subscribe(topics: [String], pauseNewlyAssigned: Bool = false,
                           onRebalance: RebalanceHandler? = nil) throws(KafkaError) {
-        loop.setRebalanceHandler(onRebalance, pauseNewlyAssigned: pauseNewlyAssigned)
+        try subscribe(topics: topics, pausingOnAssignment: pauseNewlyAssigned ? Set(topics) : [], onRebalance: onRebalance)
+    }
+
+    /// Joins the consumer group for `topics`, pausing newly assigned partitions of the topics in
+    /// `pausingOnAssignment` (a stateful stage restores those) while the others (a stateless
+    /// stage's) start fetching at once. The pause happens on the poll thread right after the
+    /// assignment, before any of their messages can be handed out.
+    public func subscribe(topics: [String], pausingOnAssignment: Set<String>,
+                          onRebalance: RebalanceHandler? = nil) throws(KafkaError) {
+        loop.setRebalanceHandler(onRebalance, pauseTopics: pausingOnAssignment.isEmpty ? nil : pausingOnAssignment)
         let list = rd_kafka_topic_partition_list_new(Int32(clamping: topics.count))!
         defer { rd_kafka_topic_partition_list_destroy(list) }
         for topic in topics {

@@ -1,18 +1,16 @@
 import ArgumentParser
-import FleetModel
 import FleetWorkers
-import UpstreamProcessors
 
-/// Turns access requests and security alerts into immediate security intents (P-ACC-1).
+/// The access worker executable: configuration from the environment (see `--help`), logic from the
+/// policy profile, everything else from the shared runtime.
 @main
 struct AccessWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "access-worker",
-        abstract: "Reads rin.security.access-requests and writes security intents to rin.delivery.inbox.",
+        abstract: "Reads rin.security.access-requests and writes security intents to rin.delivery.inbox at once (P-ACC-1).",
         discussion: WorkerLauncher.environmentHelp)
 
     func run() async throws {
-        try await WorkerLauncher.run(.access, processor: AccessProcessor())
+        try await WorkerLauncher.run(.access)
     }
 }
-

@@ -3,6 +3,7 @@ import FleetWorkers
 import Kafka
 import Testing
 import UpstreamProcessors
+import DeliveryPolicy
 
 /// The first path through the fleet on a real broker: access requests become deliveries, the
 /// plain daily cap holds, bad records are dead-lettered without stopping the partition.
@@ -13,7 +14,7 @@ struct FirstPathTests {
         let fleet = try await FleetHarness.make()
         defer { Task { await fleet.tearDown() } }
         let access = try fleet.start(.access, AccessProcessor())
-        let delivery = try fleet.start(.delivery, DailyCapPolicy())
+        let delivery = try fleet.start(.delivery, try DeliveryEngine(profile: PolicyProfile.shipped("rin")))
         defer { access.cancel(); delivery.cancel() }
 
         let request = AccessRequested(id: "acc-1", userId: "u-night", requestId: "req-1", requesterName: "Dana", field: "phone number")
@@ -31,15 +32,17 @@ struct FirstPathTests {
         #expect(sent.deepLink == "rin://security/inbox")
         #expect(decision.outcome == .delivered)
         #expect(decision.notificationId == sent.notificationId)
-        // Ids derive from log coordinates (logical topic names, whatever the namespace).
-        #expect(sent.id.hasPrefix("rin.delivery.inbox:"))
+        // Ids derive from the origin's log coordinates (logical names, whatever the namespace):
+        // the access request's, and the intent's position among that step's outputs.
+        #expect(sent.id.hasPrefix("rin.security.access-requests:0:0:0:"))
     }
 
-    @Test("the fourth ordinary intent of a day is suppressed with a decision that says why (P-BUD-1)")
-    func fourthIntentSuppressed() async throws {
-        let fleet = try await FleetHarness.make()
+    @Test("the runtime decides on Kafka exactly what the pure fold decides; the budget suppresses with its reason (P-BUD-1)")
+    func runtimeMatchesFold() async throws {
+        let fleet = try await FleetHarness.make(partitions: 1)
         defer { Task { await fleet.tearDown() } }
-        let delivery = try fleet.start(.delivery, DailyCapPolicy())
+        let engine = try DeliveryEngine(profile: PolicyProfile.shipped("rin"))
+        let delivery = try fleet.start(.delivery, engine)
         defer { delivery.cancel() }
 
         let day = "2026-11-21T"
@@ -49,28 +52,30 @@ struct FirstPathTests {
             (.intent(Fixtures.securityIntent(id: "i3", user: "u-cap")), .at(day + "10:30:00Z")),
             (.intent(Fixtures.enrichmentIntent(id: "i4", user: "u-cap", names: ["Ana"])), .at(day + "11:00:00Z")),
             (.intent(Fixtures.dedupIntent(id: "i5", user: "u-cap", count: 4)), .at(day + "12:00:00Z")),
+            (.intent(Fixtures.scoreIntent(id: "i6", user: "u-cap", old: 74, new: 80)), .at(day + "18:00:00Z")),
         ]
-        try await fleet.produce(intents, to: Topics.deliveryInbox)
+        // The same log folded in memory: what the worker must decide.
+        var fold = PartitionFold(processor: engine)
+        var expected: [Decision] = []
+        for (offset, (record, time)) in intents.enumerated() {
+            let step = fold.apply(record, timestamp: time, coordinates: SourceCoordinates(topic: Topics.deliveryInbox, partition: 0, offset: Int64(offset)))
+            expected += step.outputs.compactMap { if case .decision(let d) = $0.record { d } else { nil } }
+        }
+        #expect(expected.contains { $0.outcome == .suppressed && $0.rule == "P-BUD-1" }, "the fixture must exhaust the budget")
 
-        let decisions = try await fleet.records(Topics.decisions, count: 5).compactMap { record -> Decision? in
+        try await fleet.produce(intents, to: Topics.deliveryInbox)
+        let decisions = try await fleet.records(Topics.decisions, count: expected.count).compactMap { record -> Decision? in
             if case .decision(let d) = record { return d } else { return nil }
         }
-        #expect(decisions.count == 5)
-        let byIntent = Dictionary(uniqueKeysWithValues: decisions.map { ($0.intentId, $0) })
-        #expect(byIntent["i1"]?.outcome == .delivered)
-        #expect(byIntent["i2"]?.outcome == .delivered)
-        #expect(byIntent["i3"]?.outcome == .delivered)  // security does not count
-        #expect(byIntent["i4"]?.outcome == .delivered)
-        #expect(byIntent["i5"]?.outcome == .suppressed)
-        #expect(byIntent["i5"]?.reason == "daily_budget_exhausted")
-        #expect(byIntent["i5"]?.rule == "P-BUD-1")
+        // Byte-identical records, ids included: the runtime is the fold plus Kafka.
+        #expect(decisions == expected)
     }
 
     @Test("a malformed record lands in the DLQ with its error and the partition keeps flowing")
     func malformedRecordIsDeadLettered() async throws {
         let fleet = try await FleetHarness.make(partitions: 1)
         defer { Task { await fleet.tearDown() } }
-        let delivery = try fleet.start(.delivery, DailyCapPolicy())
+        let delivery = try fleet.start(.delivery, try DeliveryEngine(profile: PolicyProfile.shipped("rin")))
         defer { delivery.cancel() }
 
         let time = Timestamp.at("2026-11-21T09:00:00Z")

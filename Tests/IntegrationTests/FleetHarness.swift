@@ -36,23 +36,33 @@ struct FleetHarness: Sendable {
         try? await admin().deleteTopics(TopicSpec.all.map { namespace.physical($0.name) })
     }
 
-    /// Settings a worker gets in tests: this namespace, the short group timeouts Tansu needs.
-    func settings(for worker: Worker, group: String? = nil) throws -> WorkerSettings {
-        try WorkerSettings(worker: worker, environment: [
+    /// The environment a worker gets in tests: this namespace, the short group timeouts Tansu
+    /// needs, at-least-once (Tansu shows aborted records), ticks off unless a test wants them;
+    /// `overrides` win.
+    func environment(for worker: Worker, _ overrides: [String: String] = [:]) -> [String: String] {
+        [
             "FLEET_BOOTSTRAP_SERVERS": bootstrap,
             "FLEET_TOPIC_PREFIX": namespace.prefix,
-            "FLEET_GROUP_ID": group ?? namespace.prefix + worker.rawValue,
+            "FLEET_GROUP_ID": namespace.prefix + worker.rawValue,
+            "FLEET_GUARANTEE": "at_least_once",
+            "FLEET_TICK_INTERVAL_MS": "0",
             "FLEET_BATCH_MAX_RECORDS": "200",
+            "FLEET_HTTP_PORT": "0",
             "KAFKA_SESSION_TIMEOUT_MS": "2000",
             "KAFKA_HEARTBEAT_INTERVAL_MS": "500",
-        ])
+        ].merging(overrides) { _, override in override }
     }
 
-    /// Starts `processor` as `worker` in a background task; cancel the task to stop it.
-    func start<P: UserProcessor>(_ worker: Worker, _ processor: P) throws -> Task<Void, any Error> {
+    func settings(for worker: Worker, _ overrides: [String: String] = [:]) throws -> WorkerSettings {
+        try WorkerSettings(worker: worker, environment: environment(for: worker, overrides))
+    }
+
+    /// Starts `processor` as `worker` on the runtime in a background task; cancel the task to
+    /// stop it.
+    func start<P: UserProcessor>(_ worker: Worker, _ processor: P, _ overrides: [String: String] = [:]) throws -> Task<Void, any Error> {
         var logger = Logger(label: "test.\(worker.rawValue)")
         logger.logLevel = .warning
-        let service = FoldWorker(settings: try settings(for: worker), processor: processor, logger: logger)
+        let service = WorkerRuntime(settings: try settings(for: worker, overrides), processor: processor, logger: logger)
         return Task { try await service.run() }
     }
 

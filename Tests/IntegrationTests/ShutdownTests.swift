@@ -23,11 +23,7 @@ struct ShutdownTests {
         let group = fleet.namespace.prefix + "delivery-worker"
         let process = Process()
         process.executableURL = try Self.executable("delivery-worker")
-        process.environment = [
-            "FLEET_BOOTSTRAP_SERVERS": fleet.bootstrap, "FLEET_TOPIC_PREFIX": fleet.namespace.prefix,
-            "FLEET_GROUP_ID": group, "FLEET_LOG_LEVEL": "warning",
-            "KAFKA_SESSION_TIMEOUT_MS": "2000", "KAFKA_HEARTBEAT_INTERVAL_MS": "500",
-        ]
+        process.environment = fleet.environment(for: .delivery, ["FLEET_LOG_LEVEL": "warning"])
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 

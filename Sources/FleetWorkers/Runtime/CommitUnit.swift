@@ -1,0 +1,41 @@
+public import FleetModel
+public import Kafka
+
+/// Everything processed since the last commit, committed together (DESIGN.md principle 4):
+/// the outputs, forwards, ticks and dead letters in the order produced, the latest state of each
+/// changed user, the partitions' log-time positions, and the next input offset per partition.
+///
+/// Under exactly-once the whole unit is one transaction; under at-least-once its records are
+/// produced and acknowledged before its offsets are committed. Either way a crash leaves the
+/// unit's inputs to be processed again from the committed offsets and the committed state.
+struct CommitUnit<State: Sendable>: Sendable {
+    /// Outputs, forwards, ticks, history and dead letters, in production order.
+    var records: [ProducerRecord] = []
+    /// Per folded partition, the latest state of each user changed in this unit and the input
+    /// offset it reflects. One changelog record per user per unit: the changelog is compacted,
+    /// so only the last one would survive anyway.
+    var states: [Int32: [String: (state: State, inputOffset: Int64)]] = [:]
+    /// Per folded partition, the log time after the unit's last folded record.
+    var positions: [Int32: (inputOffset: Int64, logTime: Timestamp)] = [:]
+    /// The next offset to read per consumed partition (physical names).
+    var offsets: [TopicPartition: Int64] = [:]
+    /// When the first work of the unit arrived; nil while empty.
+    var openedAt: ContinuousClock.Instant?
+
+    var isEmpty: Bool { offsets.isEmpty && records.isEmpty }
+
+    mutating func touch(at now: ContinuousClock.Instant) {
+        if openedAt == nil { openedAt = now }
+    }
+
+    /// Forgets everything about `partitions` (they were lost; their work will be redone).
+    mutating func drop(_ partitions: Set<TopicPartition>, foldedTopic: String) {
+        for partition in partitions {
+            offsets[partition] = nil
+            if partition.topic == foldedTopic {
+                states[partition.partition] = nil
+                positions[partition.partition] = nil
+            }
+        }
+    }
+}

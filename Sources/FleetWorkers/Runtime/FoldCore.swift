@@ -1,0 +1,515 @@
+import Foundation
+public import FleetModel
+import Kafka
+import Logging
+
+/// The mutable heart of a worker: one fold per assigned partition of the folded log, the ingest
+/// partitions, and the open commit unit (DESIGN.md "Runtime").
+///
+/// An actor, so the compiler proves its state is never shared unsafely. Actor methods can
+/// interleave at their `await`s, so `WorkerRuntime` additionally runs every operation under one
+/// `AsyncLock`: a batch, a commit, a rebalance step and a restore hand-over each happen whole.
+actor FoldCore<P: UserProcessor> {
+    /// What a partition of the folded log is doing.
+    enum Phase: Equatable {
+        /// Waiting for its state; `generation` tells a stale restore result from a current one.
+        case restoring(generation: Int)
+        case active
+    }
+
+    struct FoldPartition {
+        var phase: Phase
+        var fold: PartitionFold<P>?
+        /// The next offset to fold; anything below was folded (or is a re-delivered copy).
+        var nextOffset: Int64?
+        var lastActivity: ContinuousClock.Instant
+        var lastTick: ContinuousClock.Instant?
+    }
+
+    /// Partitions to restore, each with the generation it was assigned under.
+    struct RestoreRequest: Sendable {
+        var partitions: [Int32: Int]
+    }
+
+    let processor: P
+    let layout: TopicLayout
+    let settings: WorkerSettings
+    let consumer: KafkaConsumer
+    let producer: KafkaProducer
+    let observer: (any RuntimeObserver)?
+    let logger: Logger
+    let restoreRequests: AsyncStream<RestoreRequest>.Continuation
+    /// The co-partitioned count found at start-up.
+    let partitionCount: Int
+
+    private(set) var folded: [Int32: FoldPartition] = [:]
+    private(set) var ingest: Set<Int32> = []
+    private var unit = CommitUnit<[UInt8]>()
+    /// Per user, the encoded state last written in this unit: the next change's `before` image.
+    private var encodedInUnit: [Int32: [String: [UInt8]]] = [:]
+    private var generation = 0
+    /// Topics not processed because their partition count changed, with the operator message.
+    private(set) var mismatches: [String: String] = [:]
+    /// Offsets this member committed last, per partition: the base of its lag figures.
+    private var committedOffsets: [TopicPartition: Int64] = [:]
+    /// Set when the worker must stop (a fatal or fencing error seen outside the main loop).
+    private(set) var fatal: WorkerStopped?
+
+    init(
+        processor: P, layout: TopicLayout, settings: WorkerSettings, consumer: KafkaConsumer, producer: KafkaProducer,
+        observer: (any RuntimeObserver)?, logger: Logger, restoreRequests: AsyncStream<RestoreRequest>.Continuation,
+        partitionCount: Int
+    ) {
+        self.processor = processor
+        self.layout = layout
+        self.settings = settings
+        self.consumer = consumer
+        self.producer = producer
+        self.observer = observer
+        self.logger = logger
+        self.restoreRequests = restoreRequests
+        self.partitionCount = partitionCount
+    }
+
+    // MARK: Assignment
+
+    /// New partitions: folded ones wait paused for their state, ingest ones start at once.
+    func assigned(_ partitions: [TopicPartition]) {
+        var request = RestoreRequest(partitions: [:])
+        for partition in partitions {
+            if partition.partition >= Int32(partitionCount) {
+                let message = "topic \(partition.topic): partition \(partition.partition) appeared beyond the \(partitionCount) found at start-up; processing of it stopped (no silent reshuffle: migrate with `fleetctl partitions migrate`)"
+                if mismatches[partition.topic] == nil { logger.error("\(message)") }
+                mismatches[partition.topic] = message
+                observer?.partitionCountMismatch(topic: partition.topic, active: true)
+            }
+            if partition.topic == layout.foldedTopic {
+                generation += 1
+                folded[partition.partition] = FoldPartition(
+                    phase: .restoring(generation: generation), fold: nil, nextOffset: nil, lastActivity: .now)
+                request.partitions[partition.partition] = generation
+            } else if partition.topic == layout.ingestTopic {
+                ingest.insert(partition.partition)
+            }
+        }
+        reportRestoring()
+        if !request.partitions.isEmpty { restoreRequests.yield(request) }
+    }
+
+    /// Partitions leaving in an orderly way: their work so far is committed first.
+    func revoked(_ partitions: [TopicPartition]) async throws(WorkerStopped) {
+        try await commit()
+        forget(partitions)
+    }
+
+    /// Partitions already taken away: their uncommitted work cannot be committed any more. The
+    /// open unit mixes their work with the others', so it is discarded whole and every remaining
+    /// partition rewinds to its committed offset and state.
+    func lost(_ partitions: [TopicPartition]) async {
+        forget(partitions)
+        await rewindAll(reason: "partitions \(partitions.map(\.description).joined(separator: ",")) were lost")
+    }
+
+    private func forget(_ partitions: [TopicPartition]) {
+        for partition in partitions {
+            if partition.topic == layout.foldedTopic {
+                folded[partition.partition] = nil
+                encodedInUnit[partition.partition] = nil
+            } else if partition.topic == layout.ingestTopic {
+                ingest.remove(partition.partition)
+            }
+            committedOffsets[partition] = nil
+        }
+        unit.drop(Set(partitions), foldedTopic: layout.foldedTopic)
+        reportRestoring()
+    }
+
+    /// Throws away the open unit and puts every partition back where the last commit left it:
+    /// folded partitions pause and restore their state, ingest partitions seek to their
+    /// committed offsets. What the unit held will be processed again, identically.
+    func rewindAll(reason: String) async {
+        logger.warning("rewinding to the committed offsets and state", metadata: ["reason": "\(reason)"])
+        unit = CommitUnit()
+        encodedInUnit = [:]
+        var request = RestoreRequest(partitions: [:])
+        var pause: [TopicPartition] = []
+        for partition in folded.keys.sorted() {
+            generation += 1
+            folded[partition]?.phase = .restoring(generation: generation)
+            folded[partition]?.fold = nil
+            request.partitions[partition] = generation
+            pause.append(TopicPartition(layout.foldedTopic, partition))
+        }
+        do {
+            try consumer.pause(pause)
+        } catch {
+            logger.error("pause for rewind failed", metadata: ["error": "\(error)"])
+        }
+        if let ingestTopic = layout.ingestTopic, !ingest.isEmpty {
+            let partitions = ingest.sorted().map { TopicPartition(ingestTopic, $0) }
+            do {
+                let committed = try await consumer.committed(partitions)
+                var targets: [TopicPartition: Int64] = [:]
+                for partition in partitions { targets[partition] = committed[partition] ?? KafkaConsumer.beginning }
+                try await consumer.seek(targets)
+            } catch {
+                // Without a seek the ingest stage would skip the discarded unit's records: stop.
+                fatal = WorkerStopped(description: "could not rewind \(ingestTopic) after \(reason): \(error)")
+            }
+        }
+        reportRestoring()
+        if !request.partitions.isEmpty { restoreRequests.yield(request) }
+    }
+
+    /// Installs restored states for partitions still waiting under the same generation, moves
+    /// them to their committed offsets and resumes them. Results for partitions revoked or
+    /// re-requested meanwhile are dropped.
+    func finishRestore(
+        _ restored: [Int32: StateRestorer<P.State>.Restored], committed: [Int32: Int64], request: RestoreRequest
+    ) async {
+        var seeks: [TopicPartition: Int64] = [:]
+        for (partition, generation) in request.partitions {
+            guard let current = folded[partition], current.phase == .restoring(generation: generation),
+                  let result = restored[partition]
+            else { continue }
+            let fold = PartitionFold(processor: processor, restoring: result.states, logTime: result.logTime)
+            folded[partition] = FoldPartition(
+                phase: .active, fold: fold, nextOffset: committed[partition], lastActivity: .now)
+            seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
+            observer?.restoredStates(count: result.states.count)
+            let seconds = Double(result.duration.components.seconds) + Double(result.duration.components.attoseconds) / 1e18
+            if seconds > 0 { observer?.restoreRate(statesPerSecond: Double(result.states.count) / seconds) }
+            logger.info("partition restored", metadata: [
+                "partition": "\(layout.foldedTopic)[\(partition)]", "states": "\(result.states.count)",
+                "changelog_records": "\(result.recordsRead)", "committed_offset": "\(committed[partition].map(String.init) ?? "none")",
+                "log_time": "\(result.logTime?.description ?? "none")", "seconds": "\(seconds)",
+            ])
+        }
+        guard !seeks.isEmpty else { return }
+        do {
+            try await consumer.seek(seeks)
+            try consumer.resume(Array(seeks.keys))
+        } catch {
+            logger.error("resume after restore failed; restoring again", metadata: ["error": "\(error)"])
+            await rewindAll(reason: "resume after restore failed: \(error)")
+            return
+        }
+        reportRestoring()
+    }
+
+    /// Partitions whose restore failed are requested again.
+    func retryRestore(_ request: RestoreRequest) {
+        let still = request.partitions.filter { folded[$0.key]?.phase == .restoring(generation: $0.value) }
+        if !still.isEmpty { restoreRequests.yield(RestoreRequest(partitions: still)) }
+    }
+
+    private func reportRestoring() {
+        let restoring = folded.values.filter { $0.phase != .active }.count
+        observer?.restoring(partitions: restoring)
+        observer?.ready(restoring == 0 && mismatches.isEmpty)
+    }
+
+    // MARK: Processing
+
+    /// Folds or forwards one batch into the open unit.
+    func process(_ batch: [KafkaMessage]) {
+        let now = ContinuousClock.now
+        var inCounts: [String: Int] = [:]
+        let namespace = settings.topics
+        for message in batch {
+            if mismatches[message.topic] != nil { continue }
+            if message.topic == layout.foldedTopic {
+                guard fold(message, namespace: namespace, now: now) else { continue }
+            } else if message.topic == layout.ingestTopic {
+                guard ingest.contains(message.partition) else { continue }
+                forward(message, namespace: namespace)
+            } else {
+                continue
+            }
+            inCounts[namespace.logical(message.topic) ?? message.topic, default: 0] += 1
+            unit.offsets[message.topicPartition] = message.offset + 1
+            unit.touch(at: now)
+        }
+        for (topic, count) in inCounts { observer?.recordIn(topic: topic, count: count) }
+    }
+
+    /// Folds one record of the folded log; false when the partition is not ours to fold now
+    /// (restoring, revoked) or the record was folded already.
+    private func fold(_ physical: KafkaMessage, namespace: TopicNamespace, now: ContinuousClock.Instant) -> Bool {
+        let partition = physical.partition
+        guard var entry = folded[partition], entry.phase == .active, var fold = entry.fold else { return false }
+        if let next = entry.nextOffset, physical.offset < next { return false }
+        // Drop the copy held in the table while the fold mutates (keeps its storage unique).
+        folded[partition]?.fold = nil
+        defer {
+            entry.fold = fold
+            entry.nextOffset = physical.offset + 1
+            entry.lastActivity = now
+            folded[partition] = entry
+        }
+
+        var message = physical
+        message.topic = namespace.logical(physical.topic) ?? physical.topic
+        let record: FleetRecord
+        do {
+            record = try KafkaRecords.decode(message)
+        } catch {
+            deadLetter(message, error: error, namespace: namespace)
+            return true
+        }
+        let timestamp = Timestamp(millisecondsSinceEpoch: message.timestamp ?? fold.logTime?.millisecondsSinceEpoch ?? 0)
+        let origin = KafkaRecords.origin(of: message)
+        let wakeUp = fold.nextWakeUp
+        let logTimeBefore = fold.logTime
+        let step = fold.apply(record, timestamp: timestamp, coordinates: origin.coordinates, originIndex: origin.index)
+        if let wakeUp, wakeUp <= timestamp {
+            observer?.timerLateness(seconds: Double(timestamp.millisecondsSinceEpoch - wakeUp.millisecondsSinceEpoch) / 1000)
+        }
+        if let error = step.deadLetter { deadLetter(message, error: error, namespace: namespace) }
+        emit(step.outputs, origin: origin.coordinates, recordTimestamp: message.timestamp, namespace: namespace)
+
+        let input = KafkaRecords.coordinates(message)
+        let logTime = fold.logTime ?? timestamp
+        for change in step.changes {
+            let after: [UInt8]
+            let before: [UInt8]?
+            do {
+                after = try StateCoding.encode(change.after)
+                if let cached = encodedInUnit[partition]?[change.userId] {
+                    before = cached
+                } else {
+                    before = try change.before.map { try StateCoding.encode($0) }
+                }
+            } catch {
+                fatal = WorkerStopped(description: "cannot encode the state of user \(change.userId): \(error)")
+                continue
+            }
+            encodedInUnit[partition, default: [:]][change.userId] = after
+            unit.states[partition, default: [:]][change.userId] = (after, physical.offset)
+            unit.records.append(ChangelogRecords.change(
+                userId: change.userId, before: before, after: after, input: input, logTime: logTime,
+                topic: layout.historyTopic, partition: partition))
+        }
+        if fold.logTime != logTimeBefore, let time = fold.logTime {
+            unit.positions[partition] = (physical.offset, time)
+        }
+        return true
+    }
+
+    /// The ingest stage: validates an external record and forwards it into the inbox, keyed by
+    /// user, with its timestamp and source coordinates; a bad one goes to `<topic>.dlq`.
+    private func forward(_ physical: KafkaMessage, namespace: TopicNamespace) {
+        var message = physical
+        message.topic = namespace.logical(physical.topic) ?? physical.topic
+        do {
+            _ = try KafkaRecords.decode(message)
+        } catch {
+            deadLetter(message, error: error, namespace: namespace)
+            return
+        }
+        unit.records.append(KafkaRecords.forward(message, to: layout.worker.foldedTopic, in: namespace))
+        observer?.recordOut(topic: layout.worker.foldedTopic, count: 1)
+    }
+
+    private func emit(_ outputs: [OutputRecord], origin: SourceCoordinates, recordTimestamp: Int64?, namespace: TopicNamespace) {
+        for (index, output) in outputs.enumerated() {
+            if Self.inboxes.contains(output.topic) {
+                unit.records.append(KafkaRecords.producerRecord(output, from: origin, index: index, in: namespace))
+            } else {
+                unit.records.append(KafkaRecords.producerRecord(output, in: namespace))
+            }
+            observer?.recordOut(topic: output.topic, count: 1)
+            switch output.record {
+            case .decision(let decision):
+                observer?.decision(outcome: decision.outcome.rawValue, reason: decision.reason ?? "", rule: decision.rule)
+            case .delivery(let delivery):
+                observer?.delivery(category: delivery.category, channel: delivery.channel.rawValue)
+                if delivery.category.uppercased() == "SECURITY", let arrived = recordTimestamp {
+                    let wall = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+                    observer?.securityDeliveryLatency(seconds: Double(max(0, wall - arrived)) / 1000)
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    private static var inboxes: Set<String> { [Topics.deliveryInbox, Topics.reminderInbox] }
+
+    private func deadLetter(_ message: KafkaMessage, error: RecordError, namespace: TopicNamespace) {
+        logger.warning("dead-lettered", metadata: [
+            "source": "\(message.topic)[\(message.partition)]@\(message.offset)", "error": "\(error.message)",
+        ])
+        unit.records.append(KafkaRecords.deadLetter(message, error: error, in: namespace))
+        observer?.deadLetter(topic: message.topic)
+        observer?.recordOut(topic: Topics.deadLetter(of: message.topic), count: 1)
+    }
+
+    // MARK: Ticks
+
+    /// Appends a `tick` to every idle inbox partition with a due timer (DESIGN.md "Time"): the
+    /// tick is read back like any record, so timers fire from the log, never from a clock.
+    /// Stamped with the wall clock; in production the inbox's LogAppendTime replaces it with the
+    /// broker's.
+    func writeTicks(interval: Duration, wallClock: Timestamp, now: ContinuousClock.Instant) {
+        guard layout.worker.ingestTopic != nil else { return }
+        for (partition, entry) in folded where entry.phase == .active {
+            guard now - entry.lastActivity >= interval,
+                  let wakeUp = entry.fold?.nextWakeUp, wakeUp <= wallClock
+            else { continue }
+            if let last = entry.lastTick, now - last < interval { continue }
+            let tick = Tick(id: "\(layout.worker.foldedTopic):\(partition):tick:\(wallClock.millisecondsSinceEpoch)")
+            unit.records.append(ProducerRecord(
+                topic: layout.foldedTopic, partition: partition, key: nil, value: RecordCodec.encode(.tick(tick)),
+                timestamp: wallClock.millisecondsSinceEpoch))
+            unit.touch(at: now)
+            folded[partition]?.lastTick = now
+            observer?.tickWritten()
+            observer?.recordOut(topic: layout.worker.foldedTopic, count: 1)
+        }
+    }
+
+    // MARK: Commit
+
+    /// Whether the open unit has collected for a commit interval.
+    func isDue(now: ContinuousClock.Instant) -> Bool {
+        guard let opened = unit.openedAt else { return false }
+        return now - opened >= settings.commitInterval || unit.records.count >= 50_000
+    }
+
+    /// Commits the open unit (DESIGN.md principle 4). A failure that leaves the unit
+    /// uncommitted rewinds every partition to its committed offsets and state; a fatal or
+    /// fencing error throws `WorkerStopped`.
+    func commit() async throws(WorkerStopped) {
+        if let fatal { throw fatal }
+        guard !unit.isEmpty else { return }
+        var records = unit.records
+        for (partition, users) in unit.states.sorted(by: { $0.key < $1.key }) {
+            for (user, entry) in users.sorted(by: { $0.key < $1.key }) {
+                records.append(ChangelogRecords.state(
+                    userId: user, stateJSON: entry.state, inputOffset: entry.inputOffset,
+                    topic: layout.stateTopic, partition: partition))
+            }
+        }
+        for (partition, position) in unit.positions.sorted(by: { $0.key < $1.key }) {
+            records.append(ChangelogRecords.position(
+                logTime: position.logTime, inputOffset: position.inputOffset, topic: layout.stateTopic, partition: partition))
+        }
+        let offsets = unit.offsets
+        let started = ContinuousClock.now
+        switch settings.guarantee {
+        case .exactlyOnce:
+            do {
+                try producer.beginTransaction()
+                _ = try await producer.send(records)
+                if !offsets.isEmpty {
+                    try await producer.sendOffsetsToTransaction(offsets, groupMetadata: consumer.groupMetadata())
+                }
+                try await commitTransaction()
+            } catch {
+                if error.isFatal || error.isFenced {
+                    throw WorkerStopped(description: "the transactional producer cannot go on: \(error)")
+                }
+                do {
+                    try await producer.abortTransaction()
+                } catch {
+                    throw WorkerStopped(description: "aborting the transaction failed: \(error)")
+                }
+                observer?.commit(result: "aborted")
+                await rewindAll(reason: "transaction aborted: \(error)")
+                return
+            }
+        case .atLeastOnce:
+            do {
+                _ = try await producer.send(records)
+            } catch {
+                observer?.commit(result: "aborted")
+                await rewindAll(reason: "producing the unit failed: \(error)")
+                return
+            }
+            do {
+                try await consumer.commit(offsets)
+            } catch {
+                // The outputs are out; whoever owns these partitions next repeats the tail as
+                // exact copies with the same ids. Keep going: the next commit covers it.
+                logger.warning("offset commit failed", metadata: ["error": "\(error)"])
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        observer?.commitLatency(
+            Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            guarantee: settings.guarantee.rawValue)
+        observer?.commit(result: "committed")
+        for (topic, count) in Dictionary(grouping: records, by: \.topic).mapValues(\.count) where topic == layout.stateTopic || topic == layout.historyTopic {
+            observer?.recordOut(topic: settings.topics.logical(topic) ?? topic, count: count)
+        }
+        committedOffsets.merge(offsets) { _, new in new }
+        unit = CommitUnit()
+        encodedInUnit = [:]
+    }
+
+    /// `commit_transaction`, retried while librdkafka says a retry can succeed.
+    private func commitTransaction() async throws(KafkaError) {
+        var attempt = 0
+        while true {
+            do {
+                try await producer.commitTransaction()
+                return
+            } catch where error.isRetriable && !error.requiresAbort && attempt < 5 {
+                attempt += 1
+                logger.warning("transaction commit will be retried", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: Health
+
+    /// Why the worker is not ready, one line each; empty when ready.
+    func notReadyReasons() -> [String] {
+        var reasons = folded.filter { $0.value.phase != .active }.keys.sorted().map { "restoring \(layout.foldedTopic)[\($0)]" }
+        reasons += mismatches.keys.sorted().compactMap { mismatches[$0] }
+        if let fatal { reasons.append(fatal.description) }
+        return reasons
+    }
+
+    /// Compares current partition counts with the start-up count; a changed topic stops being
+    /// processed (its partitions are paused) until an operator migrates.
+    func checkPartitionCounts(_ counts: [String: Int]) {
+        let changed = layout.changedCounts(counts, expected: partitionCount)
+        for (topic, message) in changed where mismatches[topic] == nil {
+            logger.error("\(message)")
+            mismatches[topic] = message
+            observer?.partitionCountMismatch(topic: topic, active: true)
+            let ours: [TopicPartition]
+            if topic == layout.foldedTopic {
+                ours = folded.keys.map { TopicPartition(topic, $0) }
+            } else if topic == layout.ingestTopic {
+                ours = ingest.map { TopicPartition(topic, $0) }
+            } else {
+                ours = []
+            }
+            do { try consumer.pause(ours) } catch { logger.error("pause failed", metadata: ["error": "\(error)"]) }
+        }
+        reportRestoring()
+    }
+
+    /// Lag per assigned partition: high watermark minus what this member committed.
+    func reportLag() {
+        guard let observer else { return }
+        var partitions = folded.keys.map { TopicPartition(layout.foldedTopic, $0) }
+        if let ingestTopic = layout.ingestTopic { partitions += ingest.map { TopicPartition(ingestTopic, $0) } }
+        for partition in partitions {
+            guard let high = consumer.cachedWatermarks(partition)?.high else { continue }
+            let base = committedOffsets[partition] ?? 0
+            observer.setLag(topic: settings.topics.logical(partition.topic) ?? partition.topic, partition: partition.partition, lag: max(0, high - base))
+        }
+    }
+
+    func stop(_ error: WorkerStopped) { fatal = error }
+}
+
+/// The worker cannot continue; the message says why (and what to do).
+public struct WorkerStopped: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(description: String) { self.description = description }
+}

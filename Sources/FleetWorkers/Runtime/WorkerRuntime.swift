@@ -1,0 +1,236 @@
+import Foundation
+import Synchronization
+public import FleetModel
+import Kafka
+public import Logging
+public import ServiceLifecycle
+
+/// The one runtime every worker runs on (DESIGN.md "Runtime"): a consumer group per worker with
+/// cooperative-sticky assignment, a deterministic fold per assigned partition of the worker's
+/// log with its state restored from `<worker>.state`, an ingest stage for inbox workers, ticks
+/// for idle inboxes, and commits under the configured guarantee.
+///
+/// Decision logic plugs in as a `UserProcessor`; nothing here reads a clock on its behalf. The
+/// wall clock is used only to decide *when* to commit and to write ticks — a tick's time
+/// reaches the logic by being read back from the log.
+///
+/// Tasks (one structured group): the consume loop folds batches; the housekeeping loop commits
+/// idle units, writes ticks, re-checks partition counts and reports lag; the restore loop
+/// rebuilds newly assigned partitions. All three and the rebalance handler serialise on one
+/// `AsyncLock`, so a rebalance sees either no unit or a committed one.
+public struct WorkerRuntime<P: UserProcessor>: Service {
+    public let settings: WorkerSettings
+    public let processor: P
+    public let observer: (any RuntimeObserver)?
+    public let health: RuntimeHealth
+    private let logger: Logger
+
+    public init(
+        settings: WorkerSettings, processor: P, observer: (any RuntimeObserver)? = nil,
+        health: RuntimeHealth = RuntimeHealth(), logger: Logger
+    ) {
+        self.settings = settings
+        self.processor = processor
+        self.observer = observer
+        self.health = health
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let layout = TopicLayout(worker: settings.worker, namespace: settings.topics)
+        let partitionCount = try await checkTopics(layout)
+
+        let consumer = try KafkaConsumer(
+            configuration: settings.runtimeConsumerConfiguration, maxBatchSize: settings.batchMaxRecords, logger: logger)
+        let producer = try KafkaProducer(configuration: settings.runtimeProducerConfiguration, logger: logger)
+        let markerProducer = settings.guarantee == .exactlyOnce
+            ? try KafkaProducer(configuration: settings.producerConfiguration, logger: logger) : producer
+        if settings.guarantee == .exactlyOnce {
+            try await producer.initTransactions()
+        }
+
+        let (requests, requestSink) = AsyncStream.makeStream(of: FoldCore<P>.RestoreRequest.self)
+        let core = FoldCore(
+            processor: processor, layout: layout, settings: settings, consumer: consumer, producer: producer,
+            observer: observer, logger: logger, restoreRequests: requestSink, partitionCount: partitionCount)
+        health.attach { await core.notReadyReasons() }
+        let lock = AsyncLock()
+        let observer = self.observer
+        let logger = self.logger
+
+        var topics = [layout.foldedTopic]
+        if let ingest = layout.ingestTopic { topics.append(ingest) }
+        try consumer.subscribe(topics: topics, pausingOnAssignment: [layout.foldedTopic]) { event in
+            // On the consumer's poll thread, before the change applies.
+            observer?.rebalance(kind: "\(event.kind)")
+            logger.info("rebalance", metadata: ["event": "\(event)"])
+            await lock.withLock {
+                switch event.kind {
+                case .assigned:
+                    await core.assigned(event.partitions)
+                case .revoked:
+                    do throws(WorkerStopped) {
+                        try await core.revoked(event.partitions)
+                    } catch {
+                        await core.stop(error)
+                    }
+                case .lost:
+                    await core.lost(event.partitions)
+                }
+            }
+        }
+        logger.info("worker started", metadata: [
+            "topics": "\(topics.joined(separator: ","))", "group": "\(settings.groupId)",
+            "guarantee": "\(settings.guarantee.rawValue)", "partitions": "\(partitionCount)",
+        ])
+
+        let restorer = StateRestorer<P.State>(
+            consumerConfiguration: settings.restoreConsumerConfiguration, stateTopic: layout.stateTopic, logger: logger)
+        var failure: (any Error)?
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await consume(consumer: consumer, core: core, lock: lock)
+                }
+                group.addTask {
+                    try await housekeeping(core: core, lock: lock, layout: layout)
+                }
+                group.addTask {
+                    await restoreLoop(
+                        requests: requests, restorer: restorer, consumer: consumer, markerProducer: markerProducer,
+                        core: core, lock: lock, layout: layout)
+                }
+                // The consume loop ends on graceful shutdown; any loop's error ends the worker.
+                try await group.next()
+                group.cancelAll()
+            }
+        } catch {
+            failure = error
+        }
+        requestSink.finish()
+
+        if failure == nil {
+            do {
+                try await lock.withLock { try await core.commit() }
+            } catch {
+                failure = error
+            }
+        }
+        if let failure {
+            logger.error("worker stopped", metadata: ["error": "\(failure)"])
+        } else {
+            logger.info("shutting down: last unit committed, leaving the group")
+        }
+        await consumer.close()
+        if failure == nil { try? await producer.flush() }
+        await producer.close()
+        if markerProducer !== producer { await markerProducer.close() }
+        if let failure { throw failure }
+    }
+
+    /// Start-up check (principle 2): the worker's topics exist and share one partition count.
+    private func checkTopics(_ layout: TopicLayout) async throws -> Int {
+        let admin = try KafkaAdmin(configuration: settings.producerConfiguration)
+        let counts = try await admin.partitionCounts(topics: layout.coPartitioned.map(settings.topics.physical))
+        do {
+            return try layout.partitionCount(in: counts)
+        } catch {
+            logger.critical("\(error.description)")
+            throw error
+        }
+    }
+
+    private func consume(consumer: KafkaConsumer, core: FoldCore<P>, lock: AsyncLock) async throws {
+        for try await batch in consumer.batches.cancelOnGracefulShutdown() {
+            try await lock.withLock {
+                await core.process(batch)
+                if await core.isDue(now: .now) { try await core.commit() }
+                if let fatal = await core.fatal { throw fatal }
+            }
+        }
+    }
+
+    /// Commits units that stopped growing, writes ticks, re-checks partition counts, reports lag.
+    private func housekeeping(core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout) async throws {
+        let admin = try KafkaAdmin(configuration: settings.producerConfiguration)
+        var step = settings.commitInterval / 2
+        if let tick = settings.tickInterval { step = min(step, tick / 2) }
+        step = max(step, .milliseconds(5))
+        var lastMetadataCheck = ContinuousClock.now
+        var lastLagReport = ContinuousClock.now
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await Task.sleep(for: step)
+            let now = ContinuousClock.now
+            try await lock.withLock {
+                if let tick = settings.tickInterval {
+                    let wall = Timestamp(millisecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
+                    await core.writeTicks(interval: tick, wallClock: wall, now: now)
+                }
+                if await core.isDue(now: now) { try await core.commit() }
+                if let fatal = await core.fatal { throw fatal }
+            }
+            if now - lastLagReport >= .seconds(5) {
+                lastLagReport = now
+                await core.reportLag()
+            }
+            if now - lastMetadataCheck >= settings.metadataCheckInterval {
+                lastMetadataCheck = now
+                do {
+                    let counts = try await admin.partitionCounts(topics: layout.coPartitioned.map(settings.topics.physical))
+                    await core.checkPartitionCounts(counts)
+                } catch {
+                    logger.warning("partition count check failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// Restores partitions as they are assigned; a failed restore is retried after a pause.
+    private func restoreLoop(
+        requests: AsyncStream<FoldCore<P>.RestoreRequest>, restorer: StateRestorer<P.State>, consumer: KafkaConsumer,
+        markerProducer: KafkaProducer, core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout
+    ) async {
+        let instance = settings.instanceId ?? ProcessInfo.processInfo.hostName
+        var attempt = 0
+        for await request in requests {
+            let partitions = request.partitions.keys.sorted()
+            do {
+                let physical = partitions.map { TopicPartition(layout.foldedTopic, $0) }
+                let committedByTopic = try await consumer.committed(physical)
+                var committed: [Int32: Int64] = [:]
+                for (partition, offset) in committedByTopic { committed[partition.partition] = offset }
+                attempt += 1
+                let restored = try await restorer.restore(
+                    partitions, committed: committed, markerProducer: markerProducer,
+                    nonce: "\(instance)-\(ProcessInfo.processInfo.processIdentifier)-\(attempt)")
+                await lock.withLock {
+                    await core.finishRestore(restored, committed: committed, request: request)
+                }
+            } catch {
+                logger.error("restore failed; retrying", metadata: ["partitions": "\(partitions)", "error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+                if Task.isCancelled { return }
+                await core.retryRestore(request)
+            }
+        }
+    }
+}
+
+/// What `/healthz` and `/readyz` ask of a running worker. Created before the runtime starts (the
+/// HTTP port comes up first) and attached to it once it runs.
+public final class RuntimeHealth: Sendable {
+    private let source = Mutex<(@Sendable () async -> [String])?>(nil)
+
+    public init() {}
+
+    func attach(_ reasons: @escaping @Sendable () async -> [String]) {
+        source.withLock { $0 = reasons }
+    }
+
+    /// Why the worker is not ready, one line each; empty when every assigned partition is
+    /// restored and every topic is processed.
+    public func notReadyReasons() async -> [String] {
+        guard let reasons = source.withLock({ $0 }) else { return ["starting"] }
+        return await reasons()
+    }
+}
