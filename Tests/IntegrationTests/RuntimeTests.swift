@@ -1,0 +1,157 @@
+import DeliveryPolicy
+import FleetModel
+import FleetWorkers
+import Foundation
+import Kafka
+import Testing
+
+/// The stateful runtime on the real broker: restore from the changelog, exactly-once commits,
+/// ticks on an idle inbox. Each test compares the worker's output with the same log folded in
+/// memory by `PartitionFold`: the runtime must be exactly the fold plus Kafka.
+@Suite("Stateful runtime", .enabled(if: FleetHarness.brokerAvailable), .serialized, .timeLimit(.minutes(5)))
+struct RuntimeTests {
+    static let engine: DeliveryEngine = {
+        do { return DeliveryEngine(profile: try PolicyProfile.shipped("rin")) } catch { preconditionFailure("\(error)") }
+    }()
+
+    /// Six ordinary intents for one user, an hour apart on one day: the rin budget delivers the
+    /// first ones and suppresses the rest (P-BUD-1); each intent's coalescing timer fires when
+    /// the next intent arrives (ticks are off).
+    static func dayOfIntents(user: String) -> [(FleetRecord, Timestamp)] {
+        (0..<6).map { i in
+            let intent = i.isMultiple(of: 2)
+                ? Fixtures.scoreIntent(id: "\(user)-i\(i)", user: user, old: Int64(60 + i), new: Int64(61 + i))
+                : Fixtures.dedupIntent(id: "\(user)-i\(i)", user: user, count: Int64(i))
+            return (.intent(intent), Timestamp.at("2026-11-21T09:00:00Z") + TimeSpan(milliseconds: Int64(i) * 3_600_000))
+        }
+    }
+
+    /// What the worker must write for `log` (one partition, records produced directly to the
+    /// inbox): the fold's outputs by topic, in order.
+    static func expectedOutputs(_ log: [(FleetRecord, Timestamp)]) -> [OutputRecord] {
+        var fold = PartitionFold(processor: engine)
+        var outputs: [OutputRecord] = []
+        for (offset, (record, time)) in log.enumerated() {
+            let coordinates = SourceCoordinates(topic: Topics.deliveryInbox, partition: 0, offset: Int64(offset))
+            outputs += fold.apply(record, timestamp: time, coordinates: coordinates).outputs
+        }
+        return outputs
+    }
+
+    static func decisions(_ outputs: [OutputRecord]) -> [FleetRecord] {
+        outputs.filter { $0.topic == Topics.decisions }.map(\.record)
+    }
+
+    @Test("a restarted worker restores its state from the changelog: the budget counted before still counts (P-BUD-1, principle 5)")
+    func restoreKeepsBudget() async throws {
+        let fleet = try await FleetHarness.make(partitions: 1)
+        defer { Task { await fleet.tearDown() } }
+        let log = Self.dayOfIntents(user: "u-restore")
+        let expected = Self.decisions(Self.expectedOutputs(log))
+        #expect(expected.contains { if case .decision(let d) = $0 { d.rule == "P-BUD-1" && d.outcome == .suppressed } else { false } })
+
+        // First incarnation: the first three intents, then a graceful stop.
+        let first = try fleet.start(.delivery, Self.engine)
+        try await fleet.produce(Array(log.prefix(3)), to: Topics.deliveryInbox)
+        let beforeStop = Self.decisions(Self.expectedOutputs(Array(log.prefix(3)))).count
+        #expect(try await fleet.records(Topics.decisions, count: beforeStop).count == beforeStop)
+        first.cancel()
+        _ = await first.result
+
+        // Second incarnation, a fresh process image: everything it knows comes from the changelog.
+        let second = try fleet.start(.delivery, Self.engine, ["FLEET_INSTANCE_ID": "second"])
+        defer { second.cancel() }
+        try await fleet.produce(Array(log.dropFirst(3)), to: Topics.deliveryInbox)
+        let decisions = try await fleet.records(Topics.decisions, count: expected.count)
+        #expect(decisions == expected)
+
+        // The changelog holds the user's state with the input offsets it reflects; history one
+        // change record per state change, with before and after.
+        let state = try await fleet.read(Worker.delivery.stateTopic, count: 3, timeout: .seconds(5))
+        let kinds = state.map { String(decoding: $0.header(ChangelogRecords.kindHeader) ?? [], as: UTF8.self) }
+        #expect(kinds.contains("state") && kinds.contains("position") && kinds.contains("marker"))
+        let history = try await fleet.read(Worker.delivery.historyTopic, count: 1, timeout: .seconds(5))
+        let change = try #require(history.first?.value.map { String(decoding: $0, as: UTF8.self) })
+        #expect(change.hasPrefix(#"{"after":{"#) && change.contains(#""before":null"#) && change.contains(#""input_offset":0"#))
+    }
+
+    @Test("exactly-once: outputs, state and offsets commit in transactions; the output equals the fold (principle 4)")
+    func exactlyOnceMatchesFold() async throws {
+        let fleet = try await FleetHarness.make(partitions: 1)
+        defer { Task { await fleet.tearDown() } }
+        let log = Self.dayOfIntents(user: "u-eos")
+        let expected = Self.decisions(Self.expectedOutputs(log))
+        let eos = ["FLEET_GUARANTEE": "exactly_once", "FLEET_INSTANCE_ID": "eos-1"]
+
+        let first = try fleet.start(.delivery, Self.engine, eos)
+        try await fleet.produce(Array(log.prefix(2)), to: Topics.deliveryInbox)
+        let beforeStop = Self.decisions(Self.expectedOutputs(Array(log.prefix(2)))).count
+        #expect(try await fleet.records(Topics.decisions, count: beforeStop).count == beforeStop)
+        first.cancel()
+        _ = await first.result
+
+        let second = try fleet.start(.delivery, Self.engine, eos)
+        defer { second.cancel() }
+        try await fleet.produce(Array(log.dropFirst(2)), to: Topics.deliveryInbox)
+        let decisions = try await fleet.records(Topics.decisions, count: expected.count)
+        #expect(decisions == expected)
+
+        // The consumed offsets were committed through the transactions.
+        let reader = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
+            "bootstrap.servers": fleet.bootstrap, "group.id": fleet.namespace.prefix + Worker.delivery.rawValue,
+        ]))
+        let inbox = TopicPartition(fleet.namespace.physical(Topics.deliveryInbox), 0)
+        let deadline = ContinuousClock.now + .seconds(10)
+        var committed: Int64?
+        while ContinuousClock.now < deadline {
+            committed = try await reader.committed([inbox])[inbox]
+            if committed == Int64(log.count) { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(committed == Int64(log.count))
+        await reader.close()
+    }
+
+    @Test("timers fire on an idle partition through ticks: a notification deferred by quiet hours is delivered at their end (P-DND-1)")
+    func ticksFireTimersOnIdlePartition() async throws {
+        let fleet = try await FleetHarness.make(partitions: 1)
+        defer { Task { await fleet.tearDown() } }
+        let delivery = try fleet.start(.delivery, Self.engine, ["FLEET_TICK_INTERVAL_MS": "500"])
+        defer { delivery.cancel() }
+
+        // Ticks carry the wall clock, so this test lives in wall-clock time: quiet hours (UTC, the
+        // zone of a user who never said otherwise) from an hour ago until the next full minute at
+        // least 40 s away.
+        let now = Timestamp(millisecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1000))
+        let minute: Int64 = 60_000
+        let end = Timestamp(millisecondsSinceEpoch: ((now.millisecondsSinceEpoch + 40_000) / minute + 1) * minute)
+        let start = now + TimeSpan(milliseconds: -3_600_000)
+        func hhmm(_ t: Timestamp) -> String { String(t.rfc3339.dropFirst(11).prefix(5)) }
+        let settings = #"{"v":1,"type":"user.settings_changed","id":"qh-1","user_id":"u-tick","quiet_hours":{"start":"\#(hhmm(start))","end":"\#(hhmm(end))"}}"#
+        try await fleet.produceRaw(key: "u-tick", value: Array(settings.utf8), to: Topics.deliveryInbox, at: now)
+        try await fleet.produce(
+            [(.intent(Fixtures.scoreIntent(id: "tick-i1", user: "u-tick", old: 50, new: 58)), now + TimeSpan(milliseconds: 1))],
+            to: Topics.deliveryInbox)
+
+        // Nothing else is produced: the coalescing window's end and the quiet hours' end can only
+        // be noticed through ticks.
+        let decisions = try await fleet.records(Topics.decisions, count: 2, timeout: .seconds(150)).compactMap { record -> Decision? in
+            if case .decision(let d) = record { d } else { nil }
+        }
+        #expect(decisions.map(\.outcome) == [.deferred, .delivered])
+        #expect(decisions.first?.until == end)
+        #expect(decisions.first?.rule == "P-DND-1")
+        let deliveries = try await fleet.records(Topics.deliveries, count: 1, timeout: .seconds(5))
+        guard case .delivery(let sent)? = deliveries.first else {
+            Issue.record("no delivery")
+            return
+        }
+        #expect(sent.notification == "score.updated")
+        // Delivered at the end of quiet hours, in log time (the tick's time), not before.
+        let delivered = try await fleet.read(Topics.deliveries, count: 1, timeout: .seconds(5))
+        let stamp = try #require(delivered.first?.timestamp)
+        #expect(stamp >= end.millisecondsSinceEpoch)
+        let ticks = try await fleet.read(Topics.deliveryInbox, count: 3, timeout: .seconds(5))
+        #expect(ticks.contains { $0.key == nil }, "ticks were written to the inbox")
+    }
+}
