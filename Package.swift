@@ -27,6 +27,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // librdkafka from the system (Debian: librdkafka-dev).
@@ -81,7 +84,7 @@ let package = Package(
             name: "FleetTestSupport",
             swiftSettings: strict
         ),
-        // Kafka-facing worker plumbing (consume loop, DLQ, topic set, lifecycle).
+        // Kafka-facing worker plumbing (consume loop, DLQ, topic set, lifecycle, HTTP probes, metrics).
         .target(
             name: "FleetWorkers",
             dependencies: [
@@ -91,6 +94,11 @@ let package = Package(
                 "DeliveryPolicy",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
@@ -130,7 +138,13 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetWorkersTests",
-            dependencies: ["FleetWorkers", "FleetModel"]
+            dependencies: [
+                "FleetWorkers", "FleetModel",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(
             name: "KafkaTests",
