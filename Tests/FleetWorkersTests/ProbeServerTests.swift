@@ -7,7 +7,7 @@ import Testing
 
 /// DESIGN.md "Runtime": the HTTP port with /healthz, /readyz and /metrics, checked over real
 /// sockets with a client that shares no code with the server.
-@Suite("Probe server: /healthz, /readyz, /metrics over HTTP/1.1")
+@Suite("Probe server: /healthz, /readyz, /metrics over HTTP/1.1", .timeLimit(.minutes(1)))
 struct ProbeServerTests {
     @Test("/healthz answers 200 ok while alive")
     func healthzAlive() async throws {
@@ -26,6 +26,13 @@ struct ProbeServerTests {
             #expect(response.status == 503)
             #expect(response.body == "consume loop stopped: producer fenced\n")
         }
+    }
+
+    @Test("a readiness reason is one line, whatever text it is given")
+    func reasonIsOneLine() {
+        #expect(Readiness.Reason("restoring\nrin.delivery.inbox[3]\r\n").description == "restoring rin.delivery.inbox[3]")
+        #expect(Readiness.notReady(.restoring(topic: "t", partition: 0)).isReady == false)
+        #expect(Readiness(reasons: []) == .ready)
     }
 
     @Test("/readyz answers 503 with one line per reason, then 200 once ready")
