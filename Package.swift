@@ -30,6 +30,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // librdkafka from the system (Debian: librdkafka-dev).
@@ -85,7 +88,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // The stateful runtime every worker runs on (fold, restore, ticks, commits, DLQ,
-        // lifecycle) and the worker launcher.
+        // lifecycle, HTTP probes, metrics) and the worker launcher.
         .target(
             name: "FleetWorkers",
             dependencies: [
@@ -96,6 +99,11 @@ let package = Package(
                 "FleetSimulation",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
@@ -158,7 +166,13 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetWorkersTests",
-            dependencies: ["FleetWorkers", "FleetModel"]
+            dependencies: [
+                "FleetWorkers", "FleetModel",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(
             name: "KafkaTests",
