@@ -3,6 +3,7 @@ import FleetSimulation
 import Foundation
 public import FleetModel
 import Logging
+import Prometheus
 import ServiceLifecycle
 import UpstreamProcessors
 
@@ -39,11 +40,25 @@ public enum WorkerLauncher {
         }
     }
 
+    /// The runtime and its HTTP port in one service group: the port comes up first (so
+    /// `/readyz` says "starting" rather than refusing connections), and ends when the runtime
+    /// ends, whichever way.
     private static func serve<P: UserProcessor>(_ settings: WorkerSettings, _ processor: P, logger: Logger) async throws {
-        let runtime = WorkerRuntime(settings: settings, processor: processor, logger: logger)
+        let registry = PrometheusCollectorRegistry()
+        let metrics = WorkerMetrics(worker: settings.worker.rawValue, registry: registry)
+        let health = RuntimeHealth()
+        let probes = ProbeServer(
+            host: settings.httpHost, port: settings.httpPort, registry: registry,
+            health: { health.health }, readiness: { health.readiness }, logger: logger)
+        let runtime = WorkerRuntime(settings: settings, processor: processor, observer: metrics, health: health, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: runtime, successTerminationBehavior: .gracefullyShutdownGroup)],
+                services: [
+                    .init(service: probes),
+                    .init(
+                        service: runtime, successTerminationBehavior: .gracefullyShutdownGroup,
+                        failureTerminationBehavior: .gracefullyShutdownGroup),
+                ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         do {

@@ -15,6 +15,10 @@ struct ProduceCommand: AsyncParsableCommand {
             The record is sent as written, keyed by `key` (or its user_id), with `at` as its timestamp, \
             so the workers see the same times the simulator would. Records are not validated here: \
             invalid ones reach the workers and their dead-letter topics, as in production.
+
+            A `tick` without a key is a clock signal for a whole inbox: it is sent to every partition \
+            of its topic, so every partition's timers fire up to its time (what the workers' own ticks \
+            do with the wall clock; use it to replay sample traffic with ticks turned off).
             """)
 
     @OptionGroup var connection: TopicsCommand.Connection
@@ -32,15 +36,28 @@ struct ProduceCommand: AsyncParsableCommand {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var records: [ProducerRecord] = []
+        var partitionCounts: [String: Int] = [:]
+        let configuration = try connection.kafkaConfiguration()
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             guard let input = try SimulationInput.parse(line, line: index + 1) else { continue }
-            let key = input.key ?? input.value["user_id"]?.stringValue
+            let key = input.key ?? input.value["user_id"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+            let topic = connection.namespace.physical(input.topic)
+            let value = Array(try encoder.encode(JSONValue.object(input.value)))
+            if key == nil, input.value["type"]?.stringValue == "tick" {
+                if partitionCounts[topic] == nil {
+                    partitionCounts.merge(try await KafkaAdmin(configuration: configuration).partitionCounts(topics: [topic])) { _, new in new }
+                }
+                guard let count = partitionCounts[topic] else { throw ValidationError("line \(index + 1): topic \(topic) does not exist") }
+                for partition in 0..<count {
+                    records.append(ProducerRecord(
+                        topic: topic, partition: Int32(partition), key: nil, value: value, timestamp: input.at.millisecondsSinceEpoch))
+                }
+                continue
+            }
             records.append(ProducerRecord(
-                topic: connection.namespace.physical(input.topic), key: key.map { Array($0.utf8) },
-                value: Array(try encoder.encode(JSONValue.object(input.value))),
-                timestamp: input.at.millisecondsSinceEpoch))
+                topic: topic, key: key.map { Array($0.utf8) }, value: value, timestamp: input.at.millisecondsSinceEpoch))
         }
-        let producer = try KafkaProducer(configuration: try connection.kafkaConfiguration())
+        let producer = try KafkaProducer(configuration: configuration)
         let reports = try await producer.send(records)
         await producer.close()
         print("sent \(reports.count) record\(reports.count == 1 ? "" : "s")")

@@ -37,6 +37,7 @@ actor FoldCore<P: UserProcessor> {
     let consumer: KafkaConsumer
     let producer: KafkaProducer
     let observer: (any RuntimeObserver)?
+    let health: RuntimeHealth
     let logger: Logger
     let restoreRequests: AsyncStream<RestoreRequest>.Continuation
     /// The co-partitioned count found at start-up.
@@ -52,12 +53,15 @@ actor FoldCore<P: UserProcessor> {
     private(set) var mismatches: [String: String] = [:]
     /// Offsets this member committed last, per partition: the base of its lag figures.
     private var committedOffsets: [TopicPartition: Int64] = [:]
+    /// False until the group gave this member its first assignment (possibly empty: more
+    /// members than partitions), or a grace period passed.
+    private var joined = false
     /// Set when the worker must stop (a fatal or fencing error seen outside the main loop).
     private(set) var fatal: WorkerStopped?
 
     init(
         processor: P, layout: TopicLayout, settings: WorkerSettings, consumer: KafkaConsumer, producer: KafkaProducer,
-        observer: (any RuntimeObserver)?, logger: Logger, restoreRequests: AsyncStream<RestoreRequest>.Continuation,
+        observer: (any RuntimeObserver)?, health: RuntimeHealth, logger: Logger, restoreRequests: AsyncStream<RestoreRequest>.Continuation,
         partitionCount: Int
     ) {
         self.processor = processor
@@ -66,6 +70,7 @@ actor FoldCore<P: UserProcessor> {
         self.consumer = consumer
         self.producer = producer
         self.observer = observer
+        self.health = health
         self.logger = logger
         self.restoreRequests = restoreRequests
         self.partitionCount = partitionCount
@@ -75,6 +80,7 @@ actor FoldCore<P: UserProcessor> {
 
     /// New partitions: folded ones wait paused for their state, ingest ones start at once.
     func assigned(_ partitions: [TopicPartition]) {
+        joined = true
         var request = RestoreRequest(partitions: [:])
         for partition in partitions {
             if partition.partition >= Int32(partitionCount) {
@@ -119,6 +125,7 @@ actor FoldCore<P: UserProcessor> {
                 ingest.remove(partition.partition)
             }
             committedOffsets[partition] = nil
+            observer?.clearLag(topic: settings.topics.logical(partition.topic) ?? partition.topic, partition: Int(partition.partition))
         }
         unit.drop(Set(partitions), foldedTopic: layout.foldedTopic)
         reportRestoring()
@@ -203,10 +210,11 @@ actor FoldCore<P: UserProcessor> {
         if !still.isEmpty { restoreRequests.yield(RestoreRequest(partitions: still)) }
     }
 
-    private func reportRestoring() {
+    func reportRestoring() {
         let restoring = folded.values.filter { $0.phase != .active }.count
         observer?.restoring(partitions: restoring)
-        observer?.ready(restoring == 0 && mismatches.isEmpty)
+        observer?.ready(joined && restoring == 0 && mismatches.isEmpty && fatal == nil)
+        health.update(notReady: notReadyReasons())
     }
 
     // MARK: Processing
@@ -321,9 +329,9 @@ actor FoldCore<P: UserProcessor> {
             observer?.recordOut(topic: output.topic, count: 1)
             switch output.record {
             case .decision(let decision):
-                observer?.decision(outcome: decision.outcome.rawValue, reason: decision.reason ?? "", rule: decision.rule)
+                observer?.decision(outcome: decision.outcome, reason: decision.reason, rule: decision.rule)
             case .delivery(let delivery):
-                observer?.delivery(category: delivery.category, channel: delivery.channel.rawValue)
+                observer?.delivery(category: delivery.category, channel: delivery.channel)
                 if delivery.category.uppercased() == "SECURITY", let arrived = recordTimestamp {
                     let wall = Int64((Date().timeIntervalSince1970 * 1000).rounded())
                     observer?.securityDeliveryLatency(seconds: Double(max(0, wall - arrived)) / 1000)
@@ -415,7 +423,7 @@ actor FoldCore<P: UserProcessor> {
                 } catch {
                     throw WorkerStopped(description: "aborting the transaction failed: \(error)")
                 }
-                observer?.commit(result: "aborted")
+                observer?.commit(result: .aborted)
                 await rewindAll(reason: "transaction aborted: \(error)")
                 return
             }
@@ -423,7 +431,7 @@ actor FoldCore<P: UserProcessor> {
             do {
                 _ = try await producer.send(records)
             } catch {
-                observer?.commit(result: "aborted")
+                observer?.commit(result: .aborted)
                 await rewindAll(reason: "producing the unit failed: \(error)")
                 return
             }
@@ -438,8 +446,8 @@ actor FoldCore<P: UserProcessor> {
         let elapsed = ContinuousClock.now - started
         observer?.commitLatency(
             Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
-            guarantee: settings.guarantee.rawValue)
-        observer?.commit(result: "committed")
+            guarantee: settings.guarantee)
+        observer?.commit(result: .committed)
         for (topic, count) in Dictionary(grouping: records, by: \.topic).mapValues(\.count) where topic == layout.stateTopic || topic == layout.historyTopic {
             observer?.recordOut(topic: settings.topics.logical(topic) ?? topic, count: count)
         }
@@ -464,9 +472,18 @@ actor FoldCore<P: UserProcessor> {
 
     // MARK: Health
 
+    /// Ends the wait for a first assignment: a member the group gives nothing is still ready.
+    func joinGracePassed() {
+        if !joined {
+            joined = true
+            reportRestoring()
+        }
+    }
+
     /// Why the worker is not ready, one line each; empty when ready.
     func notReadyReasons() -> [String] {
-        var reasons = folded.filter { $0.value.phase != .active }.keys.sorted().map { "restoring \(layout.foldedTopic)[\($0)]" }
+        var reasons = joined ? [] : ["joining consumer group \(settings.groupId)"]
+        reasons += folded.filter { $0.value.phase != .active }.keys.sorted().map { "restoring \(layout.foldedTopic)[\($0)]" }
         reasons += mismatches.keys.sorted().compactMap { mismatches[$0] }
         if let fatal { reasons.append(fatal.description) }
         return reasons
@@ -501,11 +518,14 @@ actor FoldCore<P: UserProcessor> {
         for partition in partitions {
             guard let high = consumer.cachedWatermarks(partition)?.high else { continue }
             let base = committedOffsets[partition] ?? 0
-            observer.setLag(topic: settings.topics.logical(partition.topic) ?? partition.topic, partition: partition.partition, lag: max(0, high - base))
+            observer.setLag(topic: settings.topics.logical(partition.topic) ?? partition.topic, partition: Int(partition.partition), lag: max(0, high - base))
         }
     }
 
-    func stop(_ error: WorkerStopped) { fatal = error }
+    func stop(_ error: WorkerStopped) {
+        fatal = error
+        health.update(notReady: notReadyReasons())
+    }
 }
 
 /// The worker cannot continue; the message says why (and what to do).

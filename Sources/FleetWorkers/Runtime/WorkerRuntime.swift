@@ -52,8 +52,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         let (requests, requestSink) = AsyncStream.makeStream(of: FoldCore<P>.RestoreRequest.self)
         let core = FoldCore(
             processor: processor, layout: layout, settings: settings, consumer: consumer, producer: producer,
-            observer: observer, logger: logger, restoreRequests: requestSink, partitionCount: partitionCount)
-        health.attach { await core.notReadyReasons() }
+            observer: observer, health: health, logger: logger, restoreRequests: requestSink, partitionCount: partitionCount)
         let lock = AsyncLock()
         let observer = self.observer
         let logger = self.logger
@@ -62,7 +61,11 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         if let ingest = layout.ingestTopic { topics.append(ingest) }
         try consumer.subscribe(topics: topics, pausingOnAssignment: [layout.foldedTopic]) { event in
             // On the consumer's poll thread, before the change applies.
-            observer?.rebalance(kind: "\(event.kind)")
+            switch event.kind {
+            case .assigned: observer?.rebalance(kind: .assigned)
+            case .revoked: observer?.rebalance(kind: .revoked)
+            case .lost: observer?.rebalance(kind: .lost)
+            }
             logger.info("rebalance", metadata: ["event": "\(event)"])
             await lock.withLock {
                 switch event.kind {
@@ -79,6 +82,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 }
             }
         }
+        await core.reportRestoring()
         logger.info("worker started", metadata: [
             "topics": "\(topics.joined(separator: ","))", "group": "\(settings.groupId)",
             "guarantee": "\(settings.guarantee.rawValue)", "partitions": "\(partitionCount)",
@@ -117,6 +121,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
             }
         }
         if let failure {
+            health.fail("\(failure)")
             logger.error("worker stopped", metadata: ["error": "\(failure)"])
         } else {
             logger.info("shutting down: last unit committed, leaving the group")
@@ -156,6 +161,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         var step = settings.commitInterval / 2
         if let tick = settings.tickInterval { step = min(step, tick / 2) }
         step = max(step, .milliseconds(5))
+        let started = ContinuousClock.now
         var lastMetadataCheck = ContinuousClock.now
         var lastLagReport = ContinuousClock.now
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
@@ -169,6 +175,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 if await core.isDue(now: now) { try await core.commit() }
                 if let fatal = await core.fatal { throw fatal }
             }
+            if now - started >= .seconds(30) { await core.joinGracePassed() }
             if now - lastLagReport >= .seconds(5) {
                 lastLagReport = now
                 await core.reportLag()
@@ -216,21 +223,38 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     }
 }
 
-/// What `/healthz` and `/readyz` ask of a running worker. Created before the runtime starts (the
-/// HTTP port comes up first) and attached to it once it runs.
+/// What `/healthz` and `/readyz` answer for a running worker: a snapshot the runtime updates
+/// whenever readiness changes, read without waiting (the HTTP port answers from its event loop).
 public final class RuntimeHealth: Sendable {
-    private let source = Mutex<(@Sendable () async -> [String])?>(nil)
+    private struct Snapshot {
+        /// nil until the runtime has started.
+        var notReady: [String]?
+        var failure: String?
+    }
+
+    private let snapshot = Mutex(Snapshot())
 
     public init() {}
 
-    func attach(_ reasons: @escaping @Sendable () async -> [String]) {
-        source.withLock { $0 = reasons }
+    /// Why the worker is not ready (one line each); empty when every assigned partition is
+    /// restored and every topic is processed.
+    func update(notReady: [String]) {
+        snapshot.withLock { $0.notReady = notReady }
     }
 
-    /// Why the worker is not ready, one line each; empty when every assigned partition is
-    /// restored and every topic is processed.
-    public func notReadyReasons() async -> [String] {
-        guard let reasons = source.withLock({ $0 }) else { return ["starting"] }
-        return await reasons()
+    /// The worker cannot go on: `/healthz` fails with `message`.
+    func fail(_ message: String) {
+        snapshot.withLock { $0.failure = message }
+    }
+
+    public var readiness: Readiness {
+        let current = snapshot.withLock { $0 }
+        if let failure = current.failure { return Readiness(reasons: [Readiness.Reason(failure)]) }
+        guard let notReady = current.notReady else { return .notReady(Readiness.Reason("starting")) }
+        return Readiness(reasons: notReady.map(Readiness.Reason.init))
+    }
+
+    public var health: HealthStatus {
+        snapshot.withLock { $0.failure }.map(HealthStatus.failed) ?? .alive
     }
 }
