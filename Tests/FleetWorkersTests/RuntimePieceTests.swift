@@ -1,0 +1,168 @@
+import FleetModel
+@testable import FleetWorkers
+import Foundation
+import Kafka
+import Testing
+
+/// The runtime's pure pieces, without a broker: topic checks, changelog records, the restore
+/// rule, provenance headers.
+@Suite("Runtime pieces")
+struct RuntimePieceTests {
+    let layout = TopicLayout(worker: .delivery, namespace: TopicNamespace(prefix: "p."))
+
+    @Test("start-up check: co-partitioned topics give their count; a mismatch names every topic and count (principle 2)")
+    func startupCheck() throws {
+        var counts = ["p.rin.app.activity": 4, "p.rin.delivery.inbox": 4, "p.delivery-worker.state": 4, "p.delivery-worker.history": 4]
+        #expect(try layout.partitionCount(in: counts) == 4)
+        counts["p.delivery-worker.state"] = 3
+        #expect(throws: TopicLayout.Mismatch(description:
+            "delivery-worker refuses to start: topics are not co-partitioned: p.rin.app.activity=4, p.rin.delivery.inbox=4, p.delivery-worker.state=3, p.delivery-worker.history=4")) {
+            try layout.partitionCount(in: counts)
+        }
+        counts["p.delivery-worker.history"] = nil
+        #expect(throws: TopicLayout.Mismatch(description:
+            "delivery-worker refuses to start: missing topic(s) p.delivery-worker.history (create them with `fleetctl topics create`)")) {
+            try layout.partitionCount(in: counts)
+        }
+        // Score, sync and access have no ingest topic.
+        #expect(TopicLayout(worker: .score, namespace: TopicNamespace()).coPartitioned == ["rin.score.batches", "score-worker.state", "score-worker.history"])
+    }
+
+    @Test("a partition count that changes while running is reported per topic")
+    func changedCounts() {
+        let counts = ["p.rin.app.activity": 4, "p.rin.delivery.inbox": 8, "p.delivery-worker.state": 4, "p.delivery-worker.history": 4]
+        #expect(layout.changedCounts(counts, expected: 4) == [
+            "p.rin.delivery.inbox": "topic p.rin.delivery.inbox: partition count changed from 4 to 8; processing of it stopped (no silent reshuffle: migrate with `fleetctl partitions migrate`)",
+        ])
+        #expect(layout.changedCounts(counts, expected: 8).count == 3)
+    }
+
+    struct Counter: Codable, Hashable, Sendable {
+        var count: Int
+        var note: String
+    }
+
+    func message(_ record: ProducerRecord, offset: Int64) -> KafkaMessage {
+        KafkaMessage(topic: record.topic, partition: record.partition ?? 0, offset: offset, key: record.key, value: record.value,
+                     headers: record.headers, timestamp: nil, timestampType: nil)
+    }
+
+    @Test("changelog records read back as written: state, position, marker")
+    func changelogRoundTrip() throws {
+        let state = Counter(count: 3, note: #"quote " slash / newline \#n"#)
+        let stateRecord = ChangelogRecords.state(
+            userId: "u/1", stateJSON: try StateCoding.encode(state), inputOffset: 41, topic: "s", partition: 2)
+        #expect(stateRecord.partition == 2)
+        guard case .state(let user, let offset, let decoded) = try ChangelogRecords.entry(of: message(stateRecord, offset: 0), as: Counter.self)
+        else { Issue.record("not a state"); return }
+        #expect(user == "u/1" && offset == 41 && decoded == state)
+
+        let time = Timestamp.at("2026-11-21T09:00:00.123Z")
+        let position = ChangelogRecords.position(logTime: time, inputOffset: 7, topic: "s", partition: 1)
+        guard case .position(let at, let logTime) = try ChangelogRecords.entry(of: message(position, offset: 1), as: Counter.self)
+        else { Issue.record("not a position"); return }
+        #expect(at == 7 && logTime == time)
+
+        let marker = ChangelogRecords.marker(nonce: "pod-1-9", topic: "s", partition: 0)
+        guard case .marker(let nonce) = try ChangelogRecords.entry(of: message(marker, offset: 2), as: Counter.self)
+        else { Issue.record("not a marker"); return }
+        #expect(nonce == "pod-1-9")
+
+        // A value that is not what its header says is an error naming where it was read.
+        var broken = message(stateRecord, offset: 5)
+        broken.value = Array("{}".utf8)
+        #expect(throws: ChangelogRecords.ReadError.self) { try ChangelogRecords.entry(of: broken, as: Counter.self) }
+    }
+
+    @Test("the history record holds before, after and the input's coordinates, as canonical JSON")
+    func historyRecord() throws {
+        let record = ChangelogRecords.change(
+            userId: "u1", before: nil, after: Array(#"{"count":1}"#.utf8),
+            input: SourceCoordinates(topic: "rin.delivery.inbox", partition: 3, offset: 99),
+            logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 3)
+        let text = String(decoding: record.value ?? [], as: UTF8.self)
+        #expect(text == #"{"after":{"count":1},"before":null,"input":{"offset":99,"partition":3,"topic":"rin.delivery.inbox"},"input_offset":99,"log_time":"2026-11-21T09:00:00Z","user_id":"u1","v":1}"#)
+        // It is valid JSON.
+        #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [String: Any])
+    }
+
+    @Test("restore keeps per user the last state below the committed offset; later ones came from an uncommitted attempt (principle 5)")
+    func restoreRule() {
+        typealias Builder = StateRestorer<Counter>.Builder
+        var builder = Builder(committed: 10)
+        builder.apply(.state(userId: "a", inputOffset: 3, state: Counter(count: 1, note: "")))
+        builder.apply(.state(userId: "a", inputOffset: 9, state: Counter(count: 2, note: "")))
+        builder.apply(.state(userId: "a", inputOffset: 10, state: Counter(count: 99, note: "uncommitted")))
+        builder.apply(.state(userId: "b", inputOffset: 12, state: Counter(count: 5, note: "uncommitted")))
+        builder.apply(.position(inputOffset: 9, logTime: .at("2026-11-21T09:00:00Z")))
+        builder.apply(.position(inputOffset: 11, logTime: .at("2026-11-21T10:00:00Z")))
+        builder.apply(.marker(nonce: "x"))
+        #expect(builder.states == ["a": Counter(count: 2, note: "")])
+        #expect(builder.logTime == .at("2026-11-21T09:00:00Z"))
+
+        // Nothing committed yet: nothing in the changelog is valid.
+        var fresh = Builder(committed: nil)
+        fresh.apply(.state(userId: "a", inputOffset: 0, state: Counter(count: 1, note: "")))
+        #expect(fresh.states.isEmpty)
+    }
+
+    @Test("a record's origin: provenance headers when a fleet worker wrote it, else where it was read")
+    func origin() {
+        let output = OutputRecord(
+            topic: Topics.deliveryInbox, timestamp: .at("2026-11-21T09:00:00Z"),
+            record: .tick(Tick(id: "t")))
+        let step = SourceCoordinates(topic: Topics.scoreBatches, partition: 2, offset: 17)
+        let written = KafkaRecords.producerRecord(output, from: step, index: 3, in: TopicNamespace(prefix: "x."))
+        #expect(written.topic == "x.rin.delivery.inbox")
+        let read = message(written, offset: 500)
+        let origin = KafkaRecords.origin(of: read)
+        #expect(origin.coordinates == step && origin.index == 3)
+
+        let activity = KafkaMessage(topic: Topics.appActivity, partition: 1, offset: 8, key: Array("u".utf8), value: [],
+                                    timestamp: 5, timestampType: nil)
+        let forwarded = KafkaRecords.forward(activity, to: Topics.deliveryInbox, in: TopicNamespace())
+        #expect(forwarded.timestamp == 5 && forwarded.key == activity.key)
+        let forwardOrigin = KafkaRecords.origin(of: message(forwarded, offset: 70))
+        #expect(forwardOrigin.coordinates == SourceCoordinates(topic: Topics.appActivity, partition: 1, offset: 8))
+        #expect(forwardOrigin.index == nil)
+
+        let plain = KafkaMessage(topic: Topics.deliveryInbox, partition: 0, offset: 4, key: nil, value: nil, timestamp: nil, timestampType: nil)
+        #expect(KafkaRecords.origin(of: plain).coordinates == SourceCoordinates(topic: Topics.deliveryInbox, partition: 0, offset: 4))
+    }
+
+    @Test("ids of a record with an origin index are topic:partition:offset:originIndex:index")
+    func originIds() {
+        var ids = OutputIDs(origin: SourceCoordinates(topic: "rin.score.batches", partition: 2, offset: 17), originIndex: 1)
+        #expect(ids.next() == "rin.score.batches:2:17:1:0")
+        #expect(ids.next() == "rin.score.batches:2:17:1:1")
+        var plain = OutputIDs(origin: SourceCoordinates(topic: "rin.app.activity", partition: 0, offset: 9))
+        #expect(plain.next() == "rin.app.activity:0:9:0")
+    }
+
+    @Test("the runtime's settings: guarantee, intervals, port, profile, and their errors")
+    func runtimeSettings() throws {
+        let defaults = try WorkerSettings(worker: .delivery, environment: [:])
+        #expect(defaults.guarantee == .exactlyOnce)
+        #expect(defaults.commitInterval == .milliseconds(100))
+        #expect(defaults.tickInterval == .milliseconds(1000))
+        #expect(defaults.httpPort == 8080 && defaults.profile == "rin")
+        let eos = try WorkerSettings(worker: .delivery, environment: ["FLEET_INSTANCE_ID": "delivery-worker-0"])
+        #expect(eos.runtimeProducerConfiguration["transactional.id"] == "delivery-worker-delivery-worker-0")
+        #expect(eos.runtimeConsumerConfiguration["partition.assignment.strategy"] == "cooperative-sticky")
+        #expect(eos.restoreConsumerConfiguration["group.id"] == "delivery-worker.restore")
+        #expect(eos.restoreConsumerConfiguration["group.instance.id"] == nil)
+        let alo = try WorkerSettings(worker: .delivery, environment: ["FLEET_GUARANTEE": "at_least_once", "FLEET_TICK_INTERVAL_MS": "0"])
+        #expect(alo.runtimeProducerConfiguration["transactional.id"] == nil)
+        #expect(alo.tickInterval == nil)
+        #expect(throws: SettingsError.self) { try WorkerSettings(worker: .delivery, environment: ["FLEET_GUARANTEE": "twice"]) }
+        #expect(throws: SettingsError.self) { try WorkerSettings(worker: .delivery, environment: ["FLEET_HTTP_PORT": "70000"]) }
+        #expect(throws: SettingsError.self) { try WorkerSettings(worker: .delivery, environment: ["FLEET_COMMIT_INTERVAL_MS": "0"]) }
+    }
+}
+
+extension Timestamp {
+    static func at(_ text: String) -> Timestamp {
+        guard let t = Timestamp(rfc3339: text) else { preconditionFailure("bad literal time \(text)") }
+        return t
+    }
+}
