@@ -9,6 +9,10 @@ import Foundation
 /// the object's frame closes they are reordered by key. Containers that may be written after
 /// later siblings (`nestedContainer`, `superEncoder`) get a child session, spliced in when the
 /// enclosing frame closes.
+///
+/// The stored properties are `@exclusivity(unchecked)`: the session is only reached from the
+/// encoding call that owns it, never shared, and the dynamic exclusivity check on every access
+/// of a class property cost more than the writing itself.
 final class CanonicalJSONSession {
     /// Thrown (or flagged, where the protocol cannot throw) when `JSONEncoder` would do
     /// something this writer does not reproduce in place; the value is then encoded again with
@@ -61,16 +65,16 @@ final class CanonicalJSONSession {
         var isSuper: Bool
     }
 
-    var bytes: [UInt8]
-    var frames: [Frame] = []
-    var entries: [Entry] = []
-    var children: [CanonicalJSONSession] = []
+    @exclusivity(unchecked) var bytes: [UInt8]
+    @exclusivity(unchecked) var frames: [Frame] = []
+    @exclusivity(unchecked) var entries: [Entry] = []
+    @exclusivity(unchecked) var children: [CanonicalJSONSession] = []
     /// Reused by every object that needs reordering.
-    var scratch: [UInt8] = []
-    var order: [Int] = []
-    var nextSerial: UInt32 = 0
+    @exclusivity(unchecked) var scratch: [UInt8] = []
+    @exclusivity(unchecked) var order: [Int] = []
+    @exclusivity(unchecked) var nextSerial: UInt32 = 0
     /// Set where the protocol cannot throw `NeedsFoundation`; checked at the end.
-    var needsFoundation = false
+    @exclusivity(unchecked) var needsFoundation = false
     /// The coding path to this session's root (child sessions).
     let basePath: [any CodingKey]
 
