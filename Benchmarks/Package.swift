@@ -41,6 +41,27 @@ let package = Package(
             dependencies: ["DeliveryWorkload"],
             path: "DeliveryEngineProfile"
         ),
+        // DeliveryState encoding for the changelog: JSONEncoder vs CanonicalJSONEncoder.
+        .executableTarget(
+            name: "StateCodecBenchmark",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "DeliveryPolicy", package: root),
+                .product(name: "FleetModel", package: root),
+                "DeliveryWorkload",
+            ],
+            path: "StateCodecBenchmark",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "StateCodecProfile",
+            dependencies: [
+                .product(name: "DeliveryPolicy", package: root),
+                .product(name: "FleetModel", package: root),
+                "DeliveryWorkload",
+            ],
+            path: "StateCodecProfile"
+        ),
         // RecordCodec decode/encode throughput over a realistic record mix.
         .target(
             name: "RecordCodecWorkload",

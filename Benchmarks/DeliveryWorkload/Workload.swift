@@ -16,6 +16,9 @@ public struct Workload: Sendable {
         public var records = 0
         public var idleBytes: [Int] = []
         public var busyBytes: [Int] = []
+        /// With `collectingStates`: each user's state after each input it processed (timers
+        /// fired before it included), as the runtime writes them to the changelog.
+        public var changelog: [DeliveryState] = []
         public init() {}
     }
 
@@ -29,8 +32,9 @@ public struct Workload: Sendable {
     let end: Timestamp
 
     /// Feeds the whole workload from fresh states; with `measuringState`, also serialises every
-    /// final state (outside the decisions/s measurement).
-    public func run(measuringState: Bool = false) -> Result {
+    /// final state (outside the decisions/s measurement); with `collectingStates`, keeps every
+    /// state written (`Result.changelog`, the state-encoding benchmark's mix).
+    public func run(measuringState: Bool = false, collectingStates: Bool = false) -> Result {
         var states = (0..<users).map { engine.initialState(userId: userIds[$0]) }
         var result = Result()
         var offset: Int64 = 0
@@ -56,6 +60,7 @@ public struct Workload: Sendable {
             try? engine.process(inputs[i].record, state: &states[user], context: &context)
             count(context.outputs, into: &result)
             result.records += 1
+            if collectingStates { result.changelog.append(states[user]) }
         }
         for user in 0..<users {
             var ids = OutputIDs(origin: SourceCoordinates(topic: "end", partition: 0, offset: Int64(user)))

@@ -1,0 +1,185 @@
+import Foundation
+
+// Strings and numbers, written as `JSONEncoder` writes them, and the values written without a
+// frame (scalars, `JSONValue`, arrays of strings and integers, `Data`, `URL`, `Decimal`).
+
+extension CanonicalJSONSession {
+    static let escapedFlag: UInt8 = 1
+    static let nonASCIIFlag: UInt8 = 2
+
+    /// Writes `string` quoted and escaped as `JSONWriter` does with `.withoutEscapingSlashes`:
+    /// `"` `\` and bytes below 0x20 only. Returns `escapedFlag` if an escape was written and
+    /// `nonASCIIFlag` if a byte was 0x80 or above (sorting needs to know, for keys).
+    @discardableResult
+    func writeString(_ string: String) -> UInt8 {
+        var string = string
+        return string.withUTF8 { utf8 in
+            bytes.append(.quote)
+            var flags: UInt8 = 0
+            var mark = 0
+            var any: UInt8 = 0
+            for i in 0..<utf8.count {
+                let byte = utf8[i]
+                any |= byte
+                guard byte < 0x20 || byte == .quote || byte == .backslash else { continue }
+                flags = Self.escapedFlag
+                if mark < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[mark..<i])) }
+                mark = i + 1
+                bytes.append(.backslash)
+                switch byte {
+                case .quote, .backslash: bytes.append(byte)
+                case 0x08: bytes.append(UInt8(ascii: "b"))
+                case 0x0C: bytes.append(UInt8(ascii: "f"))
+                case 0x0A: bytes.append(UInt8(ascii: "n"))
+                case 0x0D: bytes.append(UInt8(ascii: "r"))
+                case 0x09: bytes.append(UInt8(ascii: "t"))
+                default:
+                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                    bytes.append(Self.hexDigit(byte >> 4))
+                    bytes.append(Self.hexDigit(byte & 0xF))
+                }
+            }
+            if mark < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[mark...])) }
+            bytes.append(.quote)
+            if any & 0x80 != 0 { flags |= Self.nonASCIIFlag }
+            return flags
+        }
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
+    }
+
+    @inline(__always)
+    func writeInteger(_ value: Int64) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        writeUnsigned(value.magnitude)
+    }
+
+    /// Decimal digits, as `description` gives them, without making a `String`.
+    @inline(__always)
+    func writeUnsigned(_ value: UInt64) {
+        if value < 10 {
+            bytes.append(UInt8(truncatingIfNeeded: value) &+ UInt8(ascii: "0"))
+            return
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var rest = value
+            var i = 20
+            while rest > 0 {
+                i -= 1
+                digits[i] = UInt8(truncatingIfNeeded: rest % 10) &+ UInt8(ascii: "0")
+                rest /= 10
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[i..<20]))
+        }
+    }
+
+    /// `JSONEncoder`'s number text for a floating-point value: its `description` without a
+    /// trailing `.0`. NaN and infinity are `JSONEncoder`'s to refuse (with its error).
+    func writeFloatingPoint<F: BinaryFloatingPoint & CustomStringConvertible>(_ value: F) throws {
+        guard value.isFinite else { throw NeedsFoundation() }
+        var text = value.description
+        text.withUTF8 { utf8 in
+            var count = utf8.count
+            if count >= 2 && utf8[count - 2] == UInt8(ascii: ".") && utf8[count - 1] == UInt8(ascii: "0") { count -= 2 }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[..<count]))
+        }
+    }
+
+    func writeBool(_ value: Bool) {
+        if value {
+            bytes.append(contentsOf: [UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "u"), UInt8(ascii: "e")])
+        } else {
+            bytes.append(contentsOf: [UInt8(ascii: "f"), UInt8(ascii: "a"), UInt8(ascii: "l"), UInt8(ascii: "s"), UInt8(ascii: "e")])
+        }
+    }
+
+    func writeNull() {
+        bytes.append(contentsOf: [UInt8(ascii: "n"), UInt8(ascii: "u"), UInt8(ascii: "l"), UInt8(ascii: "l")])
+    }
+
+    /// Writes values whose bytes are known without asking them to encode themselves; false for
+    /// any other type. `Data`, `URL` and `Decimal` must come here: `JSONEncoder` special-cases
+    /// them the same way instead of calling their `encode(to:)`.
+    @inline(__always)
+    func writeDirect<T: Encodable>(_ value: T) throws -> Bool {
+        if T.self == String.self { writeString(Self.cast(value, to: String.self)); return true }
+        if T.self == Int.self { writeInteger(Int64(Self.cast(value, to: Int.self))); return true }
+        if T.self == JSONValue.self { try writeJSONValue(Self.cast(value, to: JSONValue.self)); return true }
+        if T.self == Bool.self { writeBool(Self.cast(value, to: Bool.self)); return true }
+        if T.self == Int64.self { writeInteger(Self.cast(value, to: Int64.self)); return true }
+        if T.self == [String].self {
+            let array = Self.cast(value, to: [String].self)
+            bytes.append(.openBracket)
+            for (i, element) in array.enumerated() {
+                if i > 0 { bytes.append(.comma) }
+                writeString(element)
+            }
+            bytes.append(.closeBracket)
+            return true
+        }
+        if T.self == [String: JSONValue].self { try writeJSONObject(Self.cast(value, to: [String: JSONValue].self)); return true }
+        if T.self == [Int].self {
+            let array = Self.cast(value, to: [Int].self)
+            bytes.append(.openBracket)
+            for (i, element) in array.enumerated() {
+                if i > 0 { bytes.append(.comma) }
+                writeInteger(Int64(element))
+            }
+            bytes.append(.closeBracket)
+            return true
+        }
+        if T.self == Double.self { try writeFloatingPoint(Self.cast(value, to: Double.self)); return true }
+        if T.self == UInt64.self { writeUnsigned(Self.cast(value, to: UInt64.self)); return true }
+        if T.self == Data.self { writeString(Self.cast(value, to: Data.self).base64EncodedString()); return true }
+        if T.self == URL.self { writeString(Self.cast(value, to: URL.self).absoluteString); return true }
+        if T.self == Decimal.self {
+            var text = Self.cast(value, to: Decimal.self).description
+            text.withUTF8 { bytes.append(contentsOf: $0) }
+            return true
+        }
+        return false
+    }
+
+    /// `value` as `U`, for a `T` just checked to be `U`.
+    @inline(__always)
+    static func cast<T, U>(_ value: T, to: U.Type) -> U {
+        withUnsafePointer(to: value) { UnsafeRawPointer($0).assumingMemoryBound(to: U.self).pointee }
+    }
+
+    // MARK: JSONValue
+
+    /// A `JSONValue` as its `encode(to:)` writes it through `JSONEncoder`, without containers.
+    func writeJSONValue(_ value: JSONValue) throws {
+        switch value {
+        case .null: writeNull()
+        case .bool(let b): writeBool(b)
+        case .int(let i): writeInteger(i)
+        case .double(let d): try writeFloatingPoint(d)
+        case .string(let s): writeString(s)
+        case .array(let elements):
+            bytes.append(.openBracket)
+            for (i, element) in elements.enumerated() {
+                if i > 0 { bytes.append(.comma) }
+                try writeJSONValue(element)
+            }
+            bytes.append(.closeBracket)
+        case .object(let members):
+            try writeJSONObject(members)
+        }
+    }
+
+    /// An object's members in key order: written in the dictionary's order, then sorted by the
+    /// same code as any keyed container.
+    func writeJSONObject(_ members: [String: JSONValue]) throws {
+        pushFrame(.none)
+        let depth = frames.count - 1
+        _ = open(.object, depth: depth)
+        for (key, member) in members {
+            beginMember(key, depth: depth)
+            try writeJSONValue(member)
+        }
+        try closeFrame()
+    }
+}
