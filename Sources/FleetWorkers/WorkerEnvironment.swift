@@ -122,7 +122,7 @@ public struct WorkerSettings: Sendable {
     public var consumerConfiguration: KafkaConfiguration {
         var properties = ["bootstrap.servers": bootstrapServers, "group.id": groupId, "client.id": worker.rawValue]
         if let instanceId { properties["group.instance.id"] = instanceId }
-        return KafkaConfiguration(properties: properties).merging(kafkaPassThrough)
+        return KafkaConfiguration(properties: properties).merging(kafkaPassThrough.forConsumer)
     }
 
     /// The runtime's group consumer: cooperative-sticky assignment (a rebalance moves only the
@@ -132,7 +132,7 @@ public struct WorkerSettings: Sendable {
         var properties = consumerConfiguration.properties
         properties["partition.assignment.strategy"] = "cooperative-sticky"
         properties["isolation.level"] = "read_committed"
-        return KafkaConfiguration(properties: properties).merging(kafkaPassThrough)
+        return KafkaConfiguration(properties: properties).merging(kafkaPassThrough.forConsumer)
     }
 
     /// The reader of `<worker>.state` during a restore: its own group name (librdkafka wants
@@ -154,13 +154,14 @@ public struct WorkerSettings: Sendable {
             let member = instanceId ?? "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
             configuration["transactional.id"] = "\(groupId)-\(member)"
         }
-        return configuration.merging(kafkaPassThrough)
+        return configuration.merging(kafkaPassThrough.forProducer)
     }
 
-    /// The producer's configuration (idempotent, murmur2 partitioning by default).
+    /// The producer's configuration (idempotent, murmur2 partitioning by default). Consumer-only
+    /// `KAFKA_*` properties are left out (librdkafka would warn about each).
     public var producerConfiguration: KafkaConfiguration {
         KafkaConfiguration(properties: ["bootstrap.servers": bootstrapServers, "client.id": worker.rawValue])
-            .merging(kafkaPassThrough)
+            .merging(kafkaPassThrough.forProducer)
     }
 }
 

@@ -29,6 +29,40 @@ public struct KafkaConfiguration: Sendable, Equatable {
         KafkaConfiguration(properties: properties.merging(other.properties) { _, theirs in theirs })
     }
 
+    // MARK: Roles
+
+    /// Properties librdkafka reads only in consumers: a producer given one logs a `CONFWARN`
+    /// at creation. Operators set them once (`KAFKA_SESSION_TIMEOUT_MS`) for every client of a
+    /// worker, so producers drop them.
+    public static let consumerOnlyProperties: Set<String> = [
+        "group.id", "group.instance.id", "partition.assignment.strategy", "session.timeout.ms",
+        "heartbeat.interval.ms", "group.protocol.type", "coordinator.query.interval.ms", "max.poll.interval.ms",
+        "enable.auto.commit", "auto.commit.interval.ms", "enable.auto.offset.store", "queued.min.messages",
+        "queued.max.messages.kbytes", "fetch.wait.max.ms", "fetch.message.max.bytes", "max.partition.fetch.bytes",
+        "fetch.max.bytes", "fetch.min.bytes", "fetch.error.backoff.ms", "isolation.level", "enable.partition.eof",
+        "check.crcs", "auto.offset.reset", "offset.store.method",
+    ]
+
+    /// Properties librdkafka reads only in producers; consumers drop them for the same reason.
+    public static let producerOnlyProperties: Set<String> = [
+        "transactional.id", "transaction.timeout.ms", "enable.idempotence", "enable.gapless.guarantee",
+        "queue.buffering.max.messages", "queue.buffering.max.kbytes", "queue.buffering.max.ms", "linger.ms",
+        "message.send.max.retries", "retries", "queue.buffering.backpressure.threshold", "compression.codec",
+        "compression.type", "compression.level", "batch.num.messages", "batch.size", "delivery.report.only.error",
+        "sticky.partitioning.linger.ms", "acks", "request.required.acks", "request.timeout.ms", "message.timeout.ms",
+        "delivery.timeout.ms", "partitioner",
+    ]
+
+    /// This configuration without the properties only consumers read.
+    public var forProducer: KafkaConfiguration {
+        KafkaConfiguration(properties: properties.filter { !Self.consumerOnlyProperties.contains($0.key) })
+    }
+
+    /// This configuration without the properties only producers read.
+    public var forConsumer: KafkaConfiguration {
+        KafkaConfiguration(properties: properties.filter { !Self.producerOnlyProperties.contains($0.key) })
+    }
+
     // MARK: Environment
 
     /// Properties from environment variables with `prefix` (default `KAFKA_`): the rest of the name is

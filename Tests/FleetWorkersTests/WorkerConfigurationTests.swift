@@ -28,6 +28,15 @@ struct WorkerConfigurationTests {
         #expect(settings.producerConfiguration["sasl.mechanisms"] == "SCRAM-SHA-512")
         #expect(settings.producerConfiguration["bootstrap.servers"] == "broker:9093")
         #expect(settings.consumerConfiguration["group.id"] == "delivery-worker")
+        // Each client gets only its role's properties: no CONFWARN for the other role's.
+        let roles = try WorkerSettings(worker: .delivery, environment: [
+            "KAFKA_SESSION_TIMEOUT_MS": "2000", "KAFKA_LINGER_MS": "20", "KAFKA_SECURITY_PROTOCOL": "SSL",
+        ])
+        #expect(roles.consumerConfiguration["session.timeout.ms"] == "2000")
+        #expect(roles.producerConfiguration["session.timeout.ms"] == nil)
+        #expect(roles.runtimeProducerConfiguration["linger.ms"] == "20")
+        #expect(roles.runtimeConsumerConfiguration["linger.ms"] == nil)
+        #expect(roles.producerConfiguration["security.protocol"] == "SSL" && roles.consumerConfiguration["security.protocol"] == "SSL")
     }
 
     @Test("a bad number is refused with the variable's name")
