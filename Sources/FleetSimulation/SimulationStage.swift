@@ -19,8 +19,12 @@ public protocol SimulationStage: Sendable {
     /// The earliest due time of any of its users' timers.
     var nextWakeUp: Timestamp? { get }
 
-    /// Folds one record of `foldedTopic` (see `PartitionFold.apply`).
-    mutating func apply(_ record: FleetRecord, timestamp: Timestamp, coordinates: SourceCoordinates, firstIndex: Int) -> StageStep
+    /// Folds one record of `foldedTopic` (see `PartitionFold.apply`). `coordinates` and
+    /// `originIndex` are the record's identity for ids: where it was read, or where it came from
+    /// for a record forwarded or produced into the log by the fleet (see `OutputIDs`).
+    mutating func apply(
+        _ record: FleetRecord, timestamp: Timestamp, coordinates: SourceCoordinates, originIndex: Int?, firstIndex: Int
+    ) -> StageStep
     /// Lets time pass to `time`, firing due timers (see `PartitionFold.advance`).
     mutating func advance(to time: Timestamp, origin: SourceCoordinates, firstIndex: Int) -> StageStep
 
@@ -37,11 +41,18 @@ public protocol SimulationStage: Sendable {
 public struct StageStep: Sendable {
     public var outputs: [OutputRecord]
     public var deadLetter: RecordError?
+    /// The coordinates the step's ids derive from. A record the step sends into another stage's
+    /// log carries them as its origin, as the runtime's provenance headers do.
+    public var origin: SourceCoordinates
     /// The index the next id at the same coordinates must start from.
     public var nextIndex: Int
 
-    public init(outputs: [OutputRecord], deadLetter: RecordError?, nextIndex: Int) {
-        self.outputs = outputs; self.deadLetter = deadLetter; self.nextIndex = nextIndex
+    public init(outputs: [OutputRecord], deadLetter: RecordError?, origin: SourceCoordinates, nextIndex: Int) {
+        self.outputs = outputs; self.deadLetter = deadLetter; self.origin = origin; self.nextIndex = nextIndex
+    }
+
+    init<State>(_ step: FoldStep<State>) {
+        self.init(outputs: step.outputs, deadLetter: step.deadLetter, origin: step.ids.origin, nextIndex: step.nextIndex)
     }
 }
 
@@ -100,15 +111,14 @@ public struct FoldStage<P: UserProcessor>: SimulationStage {
     public var nextWakeUp: Timestamp? { fold.nextWakeUp }
 
     public mutating func apply(
-        _ record: FleetRecord, timestamp: Timestamp, coordinates: SourceCoordinates, firstIndex: Int
+        _ record: FleetRecord, timestamp: Timestamp, coordinates: SourceCoordinates, originIndex: Int?, firstIndex: Int
     ) -> StageStep {
-        let step = fold.apply(record, timestamp: timestamp, coordinates: coordinates, firstIndex: firstIndex)
-        return StageStep(outputs: step.outputs, deadLetter: step.deadLetter, nextIndex: step.nextIndex)
+        StageStep(fold.apply(
+            record, timestamp: timestamp, coordinates: coordinates, originIndex: originIndex, firstIndex: firstIndex))
     }
 
     public mutating func advance(to time: Timestamp, origin: SourceCoordinates, firstIndex: Int) -> StageStep {
-        let step = fold.advance(to: time, origin: origin, firstIndex: firstIndex)
-        return StageStep(outputs: step.outputs, deadLetter: step.deadLetter, nextIndex: step.nextIndex)
+        StageStep(fold.advance(to: time, origin: origin, firstIndex: firstIndex))
     }
 
     public func zone(ofUser userId: String) -> Zone? {

@@ -4,8 +4,8 @@ import FleetSimulation
 import Foundation
 
 /// A scenario run through the FleetSimulation `Simulator`: the code `fleetctl simulate` runs,
-/// so timer order, log time and output ids (`topic:0:offset:index` of the emulated logs) are
-/// the simulator's, never re-implemented here.
+/// so timer order, log time and output ids (derived from the emulated logs as the runtime
+/// derives them) are the simulator's, never re-implemented here.
 ///
 /// The one thing this adds is fixture shorthand (`FixtureLine`): a line may leave out what
 /// every fixture would repeat; it is completed into a full input line and handed to

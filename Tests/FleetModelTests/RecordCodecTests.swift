@@ -79,17 +79,3 @@ struct RecordCodecTests {
         #expect(specs.contains { $0.name == "rin.app.activity.dlq" })
     }
 }
-
-@Suite("Log order of derived ids")
-struct LogOrderTests {
-    @Test("ids compare by offset and index as numbers, not as text")
-    func numericOffsets() {
-        #expect(LogOrder.precedes("rin.delivery.inbox:0:9:0", "rin.delivery.inbox:0:10:0"))
-        #expect(!LogOrder.precedes("rin.delivery.inbox:0:10:0", "rin.delivery.inbox:0:9:0"))
-        #expect(LogOrder.precedes("rin.delivery.inbox:0:10:2", "rin.delivery.inbox:0:10:11"))
-        #expect(!LogOrder.precedes("rin.delivery.inbox:0:10:2", "rin.delivery.inbox:0:10:2"))
-        // Other ids come after log-derived ones, in text order among themselves.
-        #expect(LogOrder.precedes("rin.delivery.inbox:0:10:2", "intent-7"))
-        #expect(LogOrder.precedes("a-1", "b-0"))
-    }
-}

@@ -18,23 +18,68 @@ import Testing
         ].joined(separator: "\n")
         let output = try SimulationRun.run(input, simulator: toyFleet())
         let expected = [
-            // The score worker's intent is printed, then folded by the delivery stage (inbox offset 1:
-            // offset 0 holds the forwarded sign-up).
+            // The score worker's intent is printed, then folded by the delivery stage. It sits at
+            // inbox offset 1 (offset 0 holds the forwarded sign-up), but its ids derive from its
+            // origin: the score step at rin.score.batches:0:0, of which it is output 0.
             #"{"at":"2026-03-02T07:30:00Z","topic":"rin.delivery.inbox","key":"u1","value":{"category":"score","data":{"new":72},"id":"rin.score.batches:0:0:0","notification":"score.updated","source":{"offset":0,"partition":0,"topic":"rin.score.batches"},"type":"intent","user_id":"u1","v":1}}"#,
-            #"{"at":"2026-03-02T07:30:00Z","topic":"rin.notify.deliveries","key":"u1","value":{"body":"","category":"score","channel":"push","deep_link":"rin://home","id":"rin.delivery.inbox:0:1:0","merged_intents":["rin.score.batches:0:0:0"],"notification":"score.updated","notification_id":"rin.delivery.inbox:0:1:0","title":"score.updated","type":"delivery","user_id":"u1","v":1}}"#,
-            #"{"at":"2026-03-02T07:30:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:1:1","intent_id":"rin.score.batches:0:0:0","notification_id":"rin.delivery.inbox:0:1:0","outcome":"delivered","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T07:30:00Z","topic":"rin.notify.deliveries","key":"u1","value":{"body":"","category":"score","channel":"push","deep_link":"rin://home","id":"rin.score.batches:0:0:0:0","merged_intents":["rin.score.batches:0:0:0"],"notification":"score.updated","notification_id":"rin.score.batches:0:0:0:0","title":"score.updated","type":"delivery","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T07:30:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.score.batches:0:0:0:1","intent_id":"rin.score.batches:0:0:0","notification_id":"rin.score.batches:0:0:0:0","outcome":"delivered","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
             #"{"at":"2026-03-02T08:00:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:2:0","intent_id":"i1","outcome":"deferred","reason":"hold","rule":"P-TOY-1","type":"decision","until":"2026-03-02T09:00:00Z","user_id":"u1","v":1}}"#,
             // 09:00Z: the reminder (10:00 Berlin) and the held intent are due together. The
             // reminder stage fires first; its intent reaches the delivery stage at 09:00, which
-            // first fires its own 09:00 timer (delivering i1), then takes the reminder's intent.
+            // first fires its own 09:00 timer (delivering i1), then takes the reminder's intent,
+            // all in one step with the ids of that intent's origin (the reminder's timer step at
+            // rin.reminder.inbox:0:1, output 0): the forwarded reminder took offset 0.
             #"{"at":"2026-03-02T09:00:00Z","topic":"rin.delivery.inbox","key":"u1","value":{"category":"reminders","data":{"contact_name":"Ana","reminder_id":"r1"},"id":"rin.reminder.inbox:0:1:0","notification":"reminder.followup","source":{"offset":1,"partition":0,"topic":"rin.reminder.inbox"},"type":"intent","user_id":"u1","v":1}}"#,
-            #"{"at":"2026-03-02T09:00:00Z","topic":"rin.notify.deliveries","key":"u1","value":{"body":"","category":"premium","channel":"push","deep_link":"rin://home","id":"rin.delivery.inbox:0:3:0","merged_intents":["i1"],"notification":"premium.who_viewed","notification_id":"rin.delivery.inbox:0:3:0","title":"premium.who_viewed","type":"delivery","user_id":"u1","v":1}}"#,
-            #"{"at":"2026-03-02T09:00:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:3:1","intent_id":"i1","notification_id":"rin.delivery.inbox:0:3:0","outcome":"delivered","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
-            #"{"at":"2026-03-02T09:00:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:3:2","intent_id":"rin.reminder.inbox:0:1:0","outcome":"suppressed","reason":"budget","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T09:00:00Z","topic":"rin.notify.deliveries","key":"u1","value":{"body":"","category":"premium","channel":"push","deep_link":"rin://home","id":"rin.reminder.inbox:0:1:0:0","merged_intents":["i1"],"notification":"premium.who_viewed","notification_id":"rin.reminder.inbox:0:1:0:0","title":"premium.who_viewed","type":"delivery","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T09:00:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.reminder.inbox:0:1:0:1","intent_id":"i1","notification_id":"rin.reminder.inbox:0:1:0:0","outcome":"delivered","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T09:00:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.reminder.inbox:0:1:0:2","intent_id":"rin.reminder.inbox:0:1:0","outcome":"suppressed","reason":"budget","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
             #"{"at":"2026-03-02T09:30:00Z","topic":"rin.delivery.inbox","key":"u1","value":{"category":"score","data":{"new":80},"id":"rin.score.batches:0:1:0","notification":"score.updated","source":{"offset":1,"partition":0,"topic":"rin.score.batches"},"type":"intent","user_id":"u1","v":1}}"#,
-            #"{"at":"2026-03-02T09:30:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:4:0","intent_id":"rin.score.batches:0:1:0","outcome":"suppressed","reason":"budget","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T09:30:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.score.batches:0:1:0:0","intent_id":"rin.score.batches:0:1:0","outcome":"suppressed","reason":"budget","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
         ]
         #expect(output.split(separator: "\n").map(String.init) == expected)
+    }
+
+    /// The runtime's origin rule (`OutputIDs`): a forwarded or inter-stage record has the ids of
+    /// where it was first written; timers take the next offset of the stage's log, and a record
+    /// read where it was written continues the numbers timers took at its offset.
+    @Test func idsDeriveFromWhereEachRecordWasFirstWritten() throws {
+        let input = [
+            Lines.signup("2026-03-02T08:00:00Z", "u1", zone: "Europe/Berlin", id: "a1"),  // inbox offset 0
+            Lines.intent("2026-03-02T08:00:00Z", "u1", holdMinutes: 60, id: "i1"),  // inbox offset 1
+            // 10:00 and 10:30 Berlin: both fire from the reminder inbox's next offset, 2.
+            Lines.reminder("2026-03-02T08:00:00Z", "u1", reminder: "r0", local: "2026-03-02T10:00", zone: "Europe/Berlin", id: "m0"),
+            Lines.reminder("2026-03-02T08:00:00Z", "u1", reminder: "r1", local: "2026-03-02T10:30", zone: "Europe/Berlin", id: "m1"),
+            Lines.intent("2026-03-02T10:00:00Z", "u1", holdMinutes: 30, id: "i2"),  // inbox offset 4
+            Lines.intent("2026-03-02T11:00:00Z", "u1", holdMinutes: nil, id: "i3"),  // inbox offset 5
+        ].joined(separator: "\n")
+        let output = try SimulationRun.run(input, simulator: toyFleet())
+        let produced = output.split(separator: "\n").compactMap { line -> String? in
+            guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))["value"],
+                  let id = value["id"]?.stringValue, let type = value["type"]?.stringValue
+            else { return nil }
+            let subject = value["intent_id"]?.stringValue ?? value["merged_intents"]?.arrayValue?.first?.stringValue ?? value["notification"]?.stringValue ?? ""
+            return "\(id) \(type) \(subject) \(value["outcome"]?.stringValue ?? "")"
+        }
+        #expect(produced == [
+            "rin.delivery.inbox:0:1:0 decision i1 deferred",
+            // 09:00: the reminder's timer step (reminder inbox offset 2) sends intent 0; the
+            // delivery stage folds it, first firing i1's hold, with ids of that origin.
+            "rin.reminder.inbox:0:2:0 intent reminder.followup ",
+            "rin.reminder.inbox:0:2:0:0 delivery i1 ",
+            "rin.reminder.inbox:0:2:0:1 decision i1 delivered",
+            "rin.reminder.inbox:0:2:0:2 delivery rin.reminder.inbox:0:2:0 ",
+            "rin.reminder.inbox:0:2:0:3 decision rin.reminder.inbox:0:2:0 delivered",
+            // 09:30: a second timer step at the same offset continues its ids and its output
+            // positions, so this intent's ids cannot collide with the first one's.
+            "rin.reminder.inbox:0:2:1 intent reminder.followup ",
+            "rin.reminder.inbox:0:2:1:0 decision rin.reminder.inbox:0:2:1 suppressed",
+            "rin.delivery.inbox:0:4:0 decision i2 deferred",
+            // 10:30: i2's hold fires from the inbox's next offset, 5; i3, read at offset 5 where
+            // it was written, continues there.
+            "rin.delivery.inbox:0:5:0 decision i2 suppressed",
+            "rin.delivery.inbox:0:5:1 decision i3 suppressed",
+        ])
     }
 
     // DESIGN principle 7: bad records go to `<topic>.dlq` with the error and the run goes on.
@@ -57,8 +102,8 @@ import Testing
             #"{"at":"2026-03-02T07:03:00Z","topic":"rin.app.activity.dlq","key":"u2","value":{"error":"key 'u2' differs from the record's user_id 'u1'","record":{"id":"a1","time_zone":"Europe/Berlin","type":"user.signed_up","user_id":"u1","v":1},"source_line":4,"source_offset":0,"source_partition":0,"source_topic":"rin.app.activity"}}"#,
             #"{"at":"2026-03-02T07:04:00Z","topic":"rin.app.activity.dlq","key":"u1","value":{"error":"missing required field 'time_zone'","record":{"id":"a2","type":"user.signed_up","user_id":"u1","v":1},"source_line":5,"source_offset":1,"source_partition":0,"source_topic":"rin.app.activity"}}"#,
             #"{"at":"2026-03-02T07:05:00Z","topic":"rin.delivery.inbox","key":"u1","value":{"category":"score","data":{"new":50},"id":"rin.score.batches:0:3:0","notification":"score.updated","source":{"offset":3,"partition":0,"topic":"rin.score.batches"},"type":"intent","user_id":"u1","v":1}}"#,
-            #"{"at":"2026-03-02T07:05:00Z","topic":"rin.notify.deliveries","key":"u1","value":{"body":"","category":"score","channel":"push","deep_link":"rin://home","id":"rin.delivery.inbox:0:1:0","merged_intents":["rin.score.batches:0:3:0"],"notification":"score.updated","notification_id":"rin.delivery.inbox:0:1:0","title":"score.updated","type":"delivery","user_id":"u1","v":1}}"#,
-            #"{"at":"2026-03-02T07:05:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.delivery.inbox:0:1:1","intent_id":"rin.score.batches:0:3:0","notification_id":"rin.delivery.inbox:0:1:0","outcome":"delivered","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T07:05:00Z","topic":"rin.notify.deliveries","key":"u1","value":{"body":"","category":"score","channel":"push","deep_link":"rin://home","id":"rin.score.batches:0:3:0:0","merged_intents":["rin.score.batches:0:3:0"],"notification":"score.updated","notification_id":"rin.score.batches:0:3:0:0","title":"score.updated","type":"delivery","user_id":"u1","v":1}}"#,
+            #"{"at":"2026-03-02T07:05:00Z","topic":"rin.notify.decisions","key":"u1","value":{"id":"rin.score.batches:0:3:0:1","intent_id":"rin.score.batches:0:3:0","notification_id":"rin.score.batches:0:3:0:0","outcome":"delivered","rule":"P-TOY-1","type":"decision","user_id":"u1","v":1}}"#,
         ])
     }
 

@@ -41,6 +41,22 @@ struct FleetInvariants {
         dailyBudget(outputs, limit: budget)
             + quietMode(outputs, quietAfterDays: quietAfterDays, windowDays: quietWindowDays, dormantAfterDays: dormantAfterDays)
             + tiersOncePerLapse(outputs)
+            + distinctIds(outputs)
+    }
+
+    /// DESIGN.md "Topics and records": every record has a unique `id`. Output ids derive from
+    /// log coordinates (`OutputIDs`: the record's own, or for one a worker wrote into an inbox,
+    /// its origin's), and a collision is not harmless: the delivery engine takes an intent id it
+    /// has seen as a replay and drops the second intent (P-IDEM-1).
+    func distinctIds(_ outputs: [OutputRecord]) -> [InvariantViolation] {
+        var seen: Set<String> = []
+        var violations: [InvariantViolation] = []
+        for output in outputs where !seen.insert(output.record.id).inserted {
+            violations.append(InvariantViolation(
+                rule: "P-IDEM-1", userId: output.record.userId, time: output.timestamp,
+                detail: "id \(output.record.id) of a \(output.record.type) on \(output.topic) was used before"))
+        }
+        return violations
     }
 
     /// P-BUD-1: at most `limit` non-security deliveries per user per local day, all channels.

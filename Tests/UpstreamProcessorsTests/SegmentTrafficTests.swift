@@ -152,6 +152,20 @@ struct SegmentTrafficTests {
         #expect(checker.quietMode([delivery("retention.value_reminder", "CONTACTS", at: "2026-05-01T15:00:00Z", channel: .email)]).isEmpty)
     }
 
+    @Test("P-IDEM-1 checker: two records with one id are a violation, on any topic")
+    func distinctIdsChecker() {
+        let checker = FleetInvariants(inputs: [Self.nyUser])
+        let first = delivery("score.updated", "SCORE", at: "2026-03-02T14:00:00Z")
+        let decision = OutputRecord(topic: Topics.decisions, timestamp: at("2026-03-02T14:00:00Z"), record: .decision(Decision(
+            id: "rin.score.batches:0:0:0:1", userId: "u1", intentId: "rin.score.batches:0:0:0", outcome: .delivered,
+            reason: "within_budget", notificationId: "n", rule: "P-BUD-1")))
+        #expect(checker.distinctIds([first, decision]).isEmpty)
+        var clash = decision
+        if case .decision(var d) = clash.record { d.id = first.record.id; clash.record = .decision(d) }
+        #expect(checker.distinctIds([first, decision, clash]).map(\.detail)
+            == ["id d-2026-03-02T14:00:00Z-score.updated of a decision on rin.notify.decisions was used before"])
+    }
+
     @Test("P-LAP-6 checker: a tier notification twice in one lapse is a violation; once per lapse is not")
     func tierChecker() {
         let reopened = TimedInput(topic: Topics.appActivity, time: at("2026-03-20T12:00:00Z"), record: .appOpened(AppOpened(id: "o", userId: "u1", entrySource: .organic)))
