@@ -170,22 +170,6 @@ final class WorkerInstance: Sendable {
     private final class RebalanceCounter: RuntimeObserver {
         private let stored = Mutex(0)
         var count: Int { stored.withLock { $0 } }
-        func rebalance(kind: String) { stored.withLock { $0 += 1 } }
-        func recordIn(topic: String, count: Int) {}
-        func recordOut(topic: String, count: Int) {}
-        func setLag(topic: String, partition: Int32, lag: Int64) {}
-        func commitLatency(_ seconds: Double, guarantee: String) {}
-        func commit(result: String) {}
-        func restoring(partitions: Int) {}
-        func restoredStates(count: Int) {}
-        func restoreRate(statesPerSecond: Double) {}
-        func ready(_ ready: Bool) {}
-        func decision(outcome: String, reason: String, rule: String) {}
-        func delivery(category: String, channel: String) {}
-        func securityDeliveryLatency(seconds: Double) {}
-        func deadLetter(topic: String) {}
-        func tickWritten() {}
-        func timerLateness(seconds: Double) {}
-        func partitionCountMismatch(topic: String, active: Bool) {}
+        func rebalance(kind: WorkerMetrics.RebalanceKind) { stored.withLock { $0 += 1 } }
     }
 }

@@ -26,3 +26,25 @@ public protocol RuntimeObserver: Sendable {
 }
 
 extension WorkerMetrics: RuntimeObserver {}
+
+/// Observers that care about a few reports (tests, benchmarks) implement only those.
+extension RuntimeObserver {
+    public func recordIn(topic: String, count: Int) {}
+    public func recordOut(topic: String, count: Int) {}
+    public func setLag(topic: String, partition: Int, lag: Int64) {}
+    public func clearLag(topic: String, partition: Int) {}
+    public func commitLatency(_ seconds: Double, guarantee: DeliveryGuarantee) {}
+    public func commit(result: WorkerMetrics.CommitResult) {}
+    public func restoring(partitions: Int) {}
+    public func restoredStates(count: Int) {}
+    public func restoreRate(statesPerSecond: Double) {}
+    public func ready(_ isReady: Bool) {}
+    public func decision(outcome: DecisionOutcome, reason: String?, rule: String) {}
+    public func delivery(category: String, channel: DeliveryChannel) {}
+    public func securityDeliveryLatency(seconds: Double) {}
+    public func deadLetter(topic: String) {}
+    public func rebalance(kind: WorkerMetrics.RebalanceKind) {}
+    public func tickWritten() {}
+    public func timerLateness(seconds: Double) {}
+    public func partitionCountMismatch(topic: String, active: Bool) {}
+}
