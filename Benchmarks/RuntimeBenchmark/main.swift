@@ -114,6 +114,12 @@ func measure() async throws {
         percentile(latencies, 0.5) * 1000, (latencies.last ?? 0) * 1000,
         100 * (folded.finishCPU - folded.startCPU) / foldSeconds))
     print("outputs: " + folded.out.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+    if options.digest {
+        for line in try await OutputDigest.lines(
+            expected: folded.out, brokers: options.brokers, namespace: namespace, partitions: options.partitions) {
+            print(line)
+        }
+    }
 
     // MARK: Restore
 
