@@ -12,6 +12,8 @@ struct BenchmarkOptions {
     var guarantee: DeliveryGuarantee
     /// `DIGEST=1`: after the fold, fingerprint its outputs and history (`OutputDigest`).
     var digest: Bool
+    /// `RESTORE=0`: stop after the fold (for experiments that break the changelog).
+    var restore: Bool
     /// `FLEET_*` and `KAFKA_*` variables of this process, passed to the runtime on top of the
     /// benchmark's defaults (e.g. `FLEET_BATCH_MAX_RECORDS=2000` to try another batch size).
     var runtimeOverrides: [String: String]
@@ -21,7 +23,7 @@ struct BenchmarkOptions {
     }
 
     static let usage = """
-        usage: BROKERS=host:port [N=200000] [PARTITIONS=4] [MODE=at_least_once|exactly_once] [DIGEST=1] RuntimeBenchmark
+        usage: BROKERS=host:port [N=200000] [PARTITIONS=4] [MODE=at_least_once|exactly_once] [DIGEST=1] [RESTORE=0] RuntimeBenchmark
         Any FLEET_* or KAFKA_* variable is passed to the runtime (defaults: the worker's, ticks off).
         """
 
@@ -43,6 +45,7 @@ struct BenchmarkOptions {
         }
         self.guarantee = guarantee
         self.digest = environment["DIGEST"] == "1"
+        self.restore = environment["RESTORE"] != "0"
         self.runtimeOverrides = environment.filter { $0.key.hasPrefix("FLEET_") || $0.key.hasPrefix("KAFKA_") }
         runtimeOverrides["FLEET_KAFKA_BOOTSTRAP"] = nil
     }

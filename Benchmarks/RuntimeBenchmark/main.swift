@@ -123,6 +123,8 @@ func measure() async throws {
 
     // MARK: Restore
 
+    guard options.restore else { return }
+
     let stateTopic = namespace.physical(Worker.delivery.stateTopic)
     let probe = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
         "bootstrap.servers": options.brokers, "group.id": namespace.prefix + "probe",
