@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "UpstreamProcessors", targets: ["UpstreamProcessors"]),
         .library(name: "FleetSimulation", targets: ["FleetSimulation"]),
         .library(name: "FleetTestSupport", targets: ["FleetTestSupport"]),
+        .library(name: "FleetWorkers", targets: ["FleetWorkers"]),
         .executable(name: "fleetctl", targets: ["fleetctl"]),
         .executable(name: "score-worker", targets: ["score-worker"]),
         .executable(name: "sync-worker", targets: ["sync-worker"]),

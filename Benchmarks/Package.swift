@@ -14,6 +14,9 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+        // The root package's versions of these (RuntimeBenchmark runs the runtime as a service).
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The realistic mix, shared by the benchmark and the profiling executable.
@@ -81,6 +84,19 @@ let package = Package(
             name: "RecordCodecProfile",
             dependencies: ["RecordCodecWorkload"],
             path: "RecordCodecProfile"
+        ),
+        // End-to-end: the delivery worker on the stateful runtime against a broker, records/s in
+        // either guarantee and the restore rate; a plain executable (scripts/bench-runtime).
+        .executableTarget(
+            name: "RuntimeBenchmark",
+            dependencies: [
+                "DeliveryWorkload",
+                .product(name: "FleetWorkers", package: root),
+                .product(name: "Kafka", package: root),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "RuntimeBenchmark"
         ),
     ],
     swiftLanguageModes: [.v6]

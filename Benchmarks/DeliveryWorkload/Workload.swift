@@ -31,6 +31,12 @@ public struct Workload: Sendable {
     let busy: Set<Int>
     let end: Timestamp
 
+    /// The workload's records in time order, each with its log time and its user's id (the
+    /// record key): what `RuntimeBenchmark` writes into the delivery inbox.
+    public var timeline: [(at: Timestamp, userId: String, record: FleetRecord)] {
+        inputs.map { ($0.at, userIds[$0.user], $0.record) }
+    }
+
     /// Feeds the whole workload from fresh states; with `measuringState`, also serialises every
     /// final state (outside the decisions/s measurement); with `collectingStates`, keeps every
     /// state written (`Result.changelog`, the state-encoding benchmark's mix).

@@ -1,0 +1,52 @@
+import FleetWorkers
+import Foundation
+
+/// What one run measures, from the environment (like `limit.sh`, so the script passes the same
+/// variables to both): `BROKERS`, `N`, `PARTITIONS`, `MODE`.
+struct BenchmarkOptions {
+    /// The broker's bootstrap address.
+    var brokers: String
+    /// Records pre-filled into the delivery inbox and folded.
+    var records: Int
+    var partitions: Int32
+    var guarantee: DeliveryGuarantee
+    /// `DIGEST=1`: after the fold, fingerprint its outputs and history (`OutputDigest`).
+    var digest: Bool
+    /// `RESTORE=0`: stop after the fold (for experiments that break the changelog).
+    var restore: Bool
+    /// `FLEET_*` and `KAFKA_*` variables of this process, passed to the runtime on top of the
+    /// benchmark's defaults (e.g. `FLEET_BATCH_MAX_RECORDS=2000` to try another batch size).
+    var runtimeOverrides: [String: String]
+
+    struct Invalid: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static let usage = """
+        usage: BROKERS=host:port [N=200000] [PARTITIONS=4] [MODE=at_least_once|exactly_once] [DIGEST=1] [RESTORE=0] RuntimeBenchmark
+        Any FLEET_* or KAFKA_* variable is passed to the runtime (defaults: the worker's, ticks off).
+        """
+
+    init(environment: [String: String]) throws(Invalid) {
+        guard let brokers = environment["BROKERS"] ?? environment["FLEET_KAFKA_BOOTSTRAP"], !brokers.isEmpty else {
+            throw Invalid(description: "BROKERS is not set\n\(Self.usage)")
+        }
+        self.brokers = brokers
+        guard let records = Int(environment["N"] ?? "200000"), records > 0 else {
+            throw Invalid(description: "N must be a positive integer\n\(Self.usage)")
+        }
+        self.records = records
+        guard let partitions = Int32(environment["PARTITIONS"] ?? "4"), partitions > 0 else {
+            throw Invalid(description: "PARTITIONS must be a positive integer\n\(Self.usage)")
+        }
+        self.partitions = partitions
+        guard let guarantee = DeliveryGuarantee(rawValue: environment["MODE"] ?? "at_least_once") else {
+            throw Invalid(description: "MODE must be at_least_once or exactly_once\n\(Self.usage)")
+        }
+        self.guarantee = guarantee
+        self.digest = environment["DIGEST"] == "1"
+        self.restore = environment["RESTORE"] != "0"
+        self.runtimeOverrides = environment.filter { $0.key.hasPrefix("FLEET_") || $0.key.hasPrefix("KAFKA_") }
+        runtimeOverrides["FLEET_KAFKA_BOOTSTRAP"] = nil
+    }
+}

@@ -1,0 +1,125 @@
+import FleetModel
+import FleetWorkers
+import Foundation
+import Synchronization
+
+/// Times the fold from the runtime's own reports: the clock starts when the first inbox batch
+/// is folded and stops at the first successful commit after all `expected` records were folded
+/// (the point where a restarted worker would not see them again: same end as `tp_passthru`,
+/// which stops once every copy is acknowledged and the offsets are committed).
+///
+/// Also collects what the restore reports, for the second runtime of a run.
+final class ThroughputObserver: RuntimeObserver {
+    struct Snapshot {
+        /// Records of the inbox folded so far.
+        var folded = 0
+        /// Records folded in the first batch: folded before the clock started.
+        var firstBatch = 0
+        var started: ContinuousClock.Instant?
+        var startCPU: Double = 0
+        var finished: ContinuousClock.Instant?
+        var finishCPU: Double = 0
+        var out: [String: Int] = [:]
+        var commits = 0
+        var aborted = 0
+        var commitSeconds: [Double] = []
+        var restoredPartitions = 0
+        var restoredStates = 0
+        var restoreRates: [Double] = []
+        var allRestored: ContinuousClock.Instant?
+        var rebalances: [String] = []
+    }
+
+    let expected: Int
+    let restoringPartitions: Int
+    private let state = Mutex(Snapshot())
+
+    /// - Parameters:
+    ///   - expected: inbox records that end the throughput measurement.
+    ///   - restoringPartitions: partitions whose restore ends the restore measurement.
+    init(expected: Int, restoringPartitions: Int) {
+        self.expected = expected
+        self.restoringPartitions = restoringPartitions
+    }
+
+    var snapshot: Snapshot { state.withLock { $0 } }
+
+    func recordIn(topic: String, count: Int) {
+        guard topic == Topics.deliveryInbox else { return }
+        let now = ContinuousClock.now
+        let first = state.withLock { s in
+            s.folded += count
+            guard s.started == nil else { return false }
+            s.started = now
+            s.firstBatch = count
+            return true
+        }
+        if first {
+            let cpu = processCPUSeconds()
+            state.withLock { $0.startCPU = cpu }
+        }
+    }
+
+    func recordOut(topic: String, count: Int) {
+        state.withLock { $0.out[topic, default: 0] += count }
+    }
+
+    func commitLatency(_ seconds: Double, guarantee: String) {
+        state.withLock { $0.commitSeconds.append(seconds) }
+    }
+
+    func commit(result: String) {
+        let now = ContinuousClock.now
+        let finished = state.withLock { s in
+            guard result == "committed" else { s.aborted += 1; return false }
+            s.commits += 1
+            guard s.finished == nil, s.folded >= expected else { return false }
+            s.finished = now
+            return true
+        }
+        if finished {
+            let cpu = processCPUSeconds()
+            state.withLock { $0.finishCPU = cpu }
+        }
+    }
+
+    func restoredStates(count: Int) {
+        let now = ContinuousClock.now
+        state.withLock { s in
+            s.restoredPartitions += 1
+            s.restoredStates += count
+            if s.restoredPartitions == restoringPartitions { s.allRestored = now }
+        }
+    }
+
+    func restoreRate(statesPerSecond: Double) {
+        state.withLock { $0.restoreRates.append(statesPerSecond) }
+    }
+
+    func rebalance(kind: String) {
+        state.withLock { $0.rebalances.append(kind) }
+    }
+
+    func setLag(topic: String, partition: Int32, lag: Int64) {}
+    func restoring(partitions: Int) {}
+    func ready(_ ready: Bool) {}
+    func decision(outcome: String, reason: String, rule: String) {}
+    func delivery(category: String, channel: String) {}
+    func securityDeliveryLatency(seconds: Double) {}
+    func deadLetter(topic: String) {}
+    func tickWritten() {}
+    func timerLateness(seconds: Double) {}
+    func partitionCountMismatch(topic: String, active: Bool) {}
+}
+
+/// User plus system CPU of this process so far, in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
