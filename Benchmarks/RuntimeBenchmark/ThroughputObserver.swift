@@ -64,14 +64,14 @@ final class ThroughputObserver: RuntimeObserver {
         state.withLock { $0.out[topic, default: 0] += count }
     }
 
-    func commitLatency(_ seconds: Double, guarantee: String) {
+    func commitLatency(_ seconds: Double, guarantee: DeliveryGuarantee) {
         state.withLock { $0.commitSeconds.append(seconds) }
     }
 
-    func commit(result: String) {
+    func commit(result: WorkerMetrics.CommitResult) {
         let now = ContinuousClock.now
         let finished = state.withLock { s in
-            guard result == "committed" else { s.aborted += 1; return false }
+            guard result == .committed else { s.aborted += 1; return false }
             s.commits += 1
             guard s.finished == nil, s.folded >= expected else { return false }
             s.finished = now
@@ -96,15 +96,16 @@ final class ThroughputObserver: RuntimeObserver {
         state.withLock { $0.restoreRates.append(statesPerSecond) }
     }
 
-    func rebalance(kind: String) {
-        state.withLock { $0.rebalances.append(kind) }
+    func rebalance(kind: WorkerMetrics.RebalanceKind) {
+        state.withLock { $0.rebalances.append(kind.rawValue) }
     }
 
-    func setLag(topic: String, partition: Int32, lag: Int64) {}
+    func setLag(topic: String, partition: Int, lag: Int64) {}
+    func clearLag(topic: String, partition: Int) {}
     func restoring(partitions: Int) {}
-    func ready(_ ready: Bool) {}
-    func decision(outcome: String, reason: String, rule: String) {}
-    func delivery(category: String, channel: String) {}
+    func ready(_ isReady: Bool) {}
+    func decision(outcome: DecisionOutcome, reason: String?, rule: String) {}
+    func delivery(category: String, channel: DeliveryChannel) {}
     func securityDeliveryLatency(seconds: Double) {}
     func deadLetter(topic: String) {}
     func tickWritten() {}

@@ -170,7 +170,7 @@ struct WorkerMetricsTests {
 
 // MARK: - Helpers
 
-/// Through the runtime's seam, so a method the protocol's no-op default would shadow shows up as a missing metric.
+/// Through the runtime's seam, as the runtime calls it.
 private func exerciseEverything(_ metrics: any RuntimeObserver) {
     metrics.recordIn(topic: "rin.access.requests", count: 1)
     metrics.recordOut(topic: "rin.delivery.inbox", count: 1)

@@ -171,5 +171,22 @@ final class WorkerInstance: Sendable {
         private let stored = Mutex(0)
         var count: Int { stored.withLock { $0 } }
         func rebalance(kind: WorkerMetrics.RebalanceKind) { stored.withLock { $0 += 1 } }
+        func recordIn(topic: String, count: Int) {}
+        func recordOut(topic: String, count: Int) {}
+        func setLag(topic: String, partition: Int, lag: Int64) {}
+        func clearLag(topic: String, partition: Int) {}
+        func commitLatency(_ seconds: Double, guarantee: DeliveryGuarantee) {}
+        func commit(result: WorkerMetrics.CommitResult) {}
+        func restoring(partitions: Int) {}
+        func restoredStates(count: Int) {}
+        func restoreRate(statesPerSecond: Double) {}
+        func ready(_ isReady: Bool) {}
+        func decision(outcome: DecisionOutcome, reason: String?, rule: String) {}
+        func delivery(category: String, channel: DeliveryChannel) {}
+        func securityDeliveryLatency(seconds: Double) {}
+        func deadLetter(topic: String) {}
+        func tickWritten() {}
+        func timerLateness(seconds: Double) {}
+        func partitionCountMismatch(topic: String, active: Bool) {}
     }
 }

@@ -3,7 +3,9 @@ public import FleetModel
 /// What the runtime reports as it works: the seam between the fold loop and the metrics it
 /// exports (`WorkerMetrics` implements it; tests and benchmarks can count calls).
 ///
-/// Every call is cheap and never fails: observing must not slow or stop processing.
+/// Every call is cheap and never fails: observing must not slow or stop processing. There are
+/// deliberately no default implementations: a conformer whose method signature drifted would
+/// otherwise compile and silently observe nothing.
 public protocol RuntimeObserver: Sendable {
     func recordIn(topic: String, count: Int)
     func recordOut(topic: String, count: Int)
@@ -27,24 +29,3 @@ public protocol RuntimeObserver: Sendable {
 
 extension WorkerMetrics: RuntimeObserver {}
 
-/// Observers that care about a few reports (tests, benchmarks) implement only those.
-extension RuntimeObserver {
-    public func recordIn(topic: String, count: Int) {}
-    public func recordOut(topic: String, count: Int) {}
-    public func setLag(topic: String, partition: Int, lag: Int64) {}
-    public func clearLag(topic: String, partition: Int) {}
-    public func commitLatency(_ seconds: Double, guarantee: DeliveryGuarantee) {}
-    public func commit(result: WorkerMetrics.CommitResult) {}
-    public func restoring(partitions: Int) {}
-    public func restoredStates(count: Int) {}
-    public func restoreRate(statesPerSecond: Double) {}
-    public func ready(_ isReady: Bool) {}
-    public func decision(outcome: DecisionOutcome, reason: String?, rule: String) {}
-    public func delivery(category: String, channel: DeliveryChannel) {}
-    public func securityDeliveryLatency(seconds: Double) {}
-    public func deadLetter(topic: String) {}
-    public func rebalance(kind: WorkerMetrics.RebalanceKind) {}
-    public func tickWritten() {}
-    public func timerLateness(seconds: Double) {}
-    public func partitionCountMismatch(topic: String, active: Bool) {}
-}
