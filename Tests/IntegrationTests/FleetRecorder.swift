@@ -54,20 +54,32 @@ final class FleetRecorder: Sendable {
         var recordsRead = 0
         var dataRecordsRead = 0
         var inboxEnds: [TopicPartition: Int64] = [:]
+        /// Per inbox partition, each record's offset and the offset of the first copy of its id.
+        var inboxLog: [TopicPartition: [(offset: Int64, firstCopy: Int64)]] = [:]
+        var inboxFirstCopies: [String: Int64] = [:]
         var written: [Worker: Int] = [:]
         var undecodable: [String] = []
     }
 
     let namespace: TopicNamespace
+    /// Reads what is compared, as the fleet's consumers read (`read_committed`).
     private let consumer: KafkaConsumer
+    /// Counts what each worker writes as soon as it is appended (`read_uncommitted`: under
+    /// exactly-once, `read_committed` shows a transaction's records only once it committed —
+    /// too late to strike between produce and commit).
+    private let watcher: KafkaConsumer
     private let state = Mutex(State())
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let tasks = Mutex<[Task<Void, Never>]>([])
 
     init(bootstrap: String, namespace: TopicNamespace, partitions: Int32) async throws {
         self.namespace = namespace
         consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": bootstrap, "group.id": namespace.prefix + "recorder",
             "isolation.level": "read_committed", "fetch.wait.max.ms": "10",
+        ]), maxBatchSize: 2000)
+        watcher = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
+            "bootstrap.servers": bootstrap, "group.id": namespace.prefix + "watcher",
+            "isolation.level": "read_uncommitted", "fetch.wait.max.ms": "5",
         ]), maxBatchSize: 2000)
         var topics = Self.comparedTopics + [Topics.reminderInbox]
         topics += Worker.allCases.flatMap { [$0.stateTopic, $0.historyTopic] }
@@ -77,9 +89,11 @@ final class FleetRecorder: Sendable {
             for p in 0..<partitions { offsets[TopicPartition(namespace.physical(topic), p)] = KafkaConsumer.beginning }
         }
         try await consumer.assign(offsets)
+        try await watcher.assign(offsets)
         let consumer = self.consumer
-        task.withLock {
-            $0 = Task { [weak self] in
+        let watcher = self.watcher
+        tasks.withLock {
+            $0.append(Task { [weak self] in
                 do {
                     for try await batch in consumer.batches {
                         guard let self else { return }
@@ -88,18 +102,39 @@ final class FleetRecorder: Sendable {
                 } catch {
                     self?.state.withLock { $0.undecodable.append("recorder stopped: \(error)") }
                 }
-            }
+            })
+            $0.append(Task { [weak self] in
+                do {
+                    for try await batch in watcher.batches {
+                        guard let self else { return }
+                        self.count(batch)
+                    }
+                } catch {
+                    self?.state.withLock { $0.undecodable.append("watcher stopped: \(error)") }
+                }
+            })
         }
     }
 
     func close() async {
-        task.withLock { $0?.cancel() }
+        tasks.withLock { $0.forEach { $0.cancel() } }
         await consumer.close()
+        await watcher.close()
     }
 
     /// The next offset after the last record seen on `partition` of a logical inbox topic.
     func inboxEnd(_ topic: String, _ partition: Int32) -> Int64 {
         state.withLock { $0.inboxEnds[TopicPartition(topic, partition)] ?? 0 }
+    }
+
+    /// Whether the inbox partition holds a record at or after `offset` whose id has no copy
+    /// before `offset`: work that a worker which committed `offset` has not done yet. Copies of
+    /// records before `offset` are no work (P-IDEM-1), and a unit holding only them commits its
+    /// offsets in a transaction without records, which the test broker drops.
+    func hasNewRecords(_ topic: String, _ partition: Int32, from offset: Int64) -> Bool {
+        state.withLock { state in
+            (state.inboxLog[TopicPartition(topic, partition)] ?? []).contains { $0.offset >= offset && $0.firstCopy >= offset }
+        }
     }
 
     /// Inbox, output and dead-letter records seen so far (changelogs excluded: restarts write
@@ -128,13 +163,16 @@ final class FleetRecorder: Sendable {
             for message in batch {
                 guard let topic = namespace.logical(message.topic) else { continue }
                 state.recordsRead += 1
-                if let writer = Self.writer(of: message, topic: topic) { state.written[writer, default: 0] += 1 }
                 if !Worker.allCases.contains(where: { topic == $0.stateTopic || topic == $0.historyTopic }) {
                     state.dataRecordsRead += 1
                 }
                 if topic == Topics.deliveryInbox || topic == Topics.reminderInbox {
-                    let key = TopicPartition(topic, message.partition)
-                    state.inboxEnds[key] = max(state.inboxEnds[key] ?? 0, message.offset + 1)
+                    let partition = TopicPartition(topic, message.partition)
+                    state.inboxEnds[partition] = max(state.inboxEnds[partition] ?? 0, message.offset + 1)
+                    let id = message.value.flatMap { try? RecordCodec.decode($0, topic: topic).id } ?? "\(message.offset)"
+                    let first = state.inboxFirstCopies["\(partition) \(id)"] ?? message.offset
+                    state.inboxFirstCopies["\(partition) \(id)"] = first
+                    state.inboxLog[partition, default: []].append((message.offset, first))
                 }
                 if topic.hasSuffix(".dlq") {
                     state.deadLetters += 1
@@ -165,6 +203,15 @@ final class FleetRecorder: Sendable {
                 default:
                     break
                 }
+            }
+        }
+    }
+
+    private func count(_ batch: [KafkaMessage]) {
+        state.withLock { state in
+            for message in batch {
+                guard let topic = namespace.logical(message.topic), let writer = Self.writer(of: message, topic: topic) else { continue }
+                state.written[writer, default: 0] += 1
             }
         }
     }

@@ -6,9 +6,13 @@ import Kafka
 /// offsets only (never lag or high watermarks, which the test broker reports wrong):
 ///
 /// - every worker has committed, on every partition it consumes, past the end of what is there:
-///   for external topics the end of what the test produced; for inboxes the end of what the
-///   recorder has read. A committed offset means the outputs of everything before it are in
-///   the log (acknowledged before the offset commit, or in the same transaction);
+///   for external topics the end of what the test produced; for inboxes past every record the
+///   recorder has read, except copies of records before the committed offset (re-sent or
+///   aborted copies change nothing, P-IDEM-1; and a unit holding only such copies has no
+///   records, so under exactly-once its offsets go in a transaction without records — which
+///   Tansu silently drops, see `TansuQuirkTests`). A committed offset means the outputs of
+///   everything before it are in the log (acknowledged before the offset commit, or in the
+///   same transaction);
 /// - at the end (`requireDecisions`), every intent in the delivery inbox has a decision (before
 ///   that, intents may wait in a coalescing window or quiet hours until a later wave);
 /// - both hold on two looks in a row with no new inbox or output record read in between, so
@@ -62,10 +66,15 @@ struct WaveProgress {
             let committed = try await reader.committed(physical)
             for partition in physical {
                 let logical = TopicPartition(namespace.logical(partition.topic) ?? partition.topic, partition.partition)
-                let target = logical.topic == Topics.deliveryInbox || logical.topic == Topics.reminderInbox
-                    ? recorder.inboxEnd(logical.topic, logical.partition) : (inputEnds[logical] ?? 0)
                 let done = max(0, committed[partition] ?? 0)
-                if done < target { pending.append("\(worker.rawValue) committed \(logical) at \(done) < \(target)") }
+                if logical.topic == Topics.deliveryInbox || logical.topic == Topics.reminderInbox {
+                    if recorder.hasNewRecords(logical.topic, logical.partition, from: done) {
+                        let end = recorder.inboxEnd(logical.topic, logical.partition)
+                        pending.append("\(worker.rawValue) committed \(logical) at \(done), records up to \(end)")
+                    }
+                } else if done < inputEnds[logical] ?? 0 {
+                    pending.append("\(worker.rawValue) committed \(logical) at \(done) < \(inputEnds[logical] ?? 0)")
+                }
             }
         }
         let undecided = requireDecisions ? recorder.undecidedIntents : 0

@@ -22,6 +22,8 @@ final class WorkerProcesses: Sendable {
     let logDirectory: URL
     private let environment: @Sendable (Slot) -> [String: String]
     private let running = Mutex<[Slot: Process]>([:])
+    /// Set by `killAll`: nothing starts afterwards, so a late restart cannot leak a process.
+    private let closed = Mutex(false)
     private let counts = Mutex((kills: 0, starts: 0))
 
     /// `environment` gives each slot's variables (its worker's test settings plus overrides).
@@ -41,8 +43,12 @@ final class WorkerProcesses: Sendable {
 
     func isRunning(_ slot: Slot) -> Bool { running.withLock { $0[slot]?.isRunning ?? false } }
 
-    /// Starts `slot`'s executable; a slot already running is left alone.
+    struct Closed: Error {}
+
+    /// Starts `slot`'s executable; a slot already running is left alone. Throws `Closed` after
+    /// `killAll()`.
     func start(_ slot: Slot) throws {
+        if closed.withLock({ $0 }) { throw Closed() }
         if isRunning(slot) { return }
         let process = Process()
         process.executableURL = try ShutdownTests.executable(slot.worker.rawValue)
@@ -60,7 +66,17 @@ final class WorkerProcesses: Sendable {
         process.standardError = handle
         defer { try? handle.close() }  // the child has its own descriptor
         try process.run()
-        running.withLock { $0[slot] = process }
+        let admitted = running.withLock { processes in
+            // Checked under the same lock `killAll` takes, so no process slips past it.
+            if closed.withLock({ $0 }) { return false }
+            processes[slot] = process
+            return true
+        }
+        if !admitted {
+            Foundation.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw Closed()
+        }
         counts.withLock { $0.starts += 1 }
     }
 
@@ -82,9 +98,10 @@ final class WorkerProcesses: Sendable {
         }
     }
 
-    /// Kills every process still running and waits for each.
+    /// Kills every process still running and waits for each; later starts are refused.
     func killAll() {
         let all = running.withLock { processes in
+            closed.withLock { $0 = true }
             defer { processes.removeAll() }
             return Array(processes.values)
         }
