@@ -50,12 +50,15 @@ actor FaultInjector {
 
     /// Kills two workers during `wave`, 1–3 s apart, and restarts them; returns once every slot
     /// it killed runs again. Their restarts overlap, so the wave waits for about one restart.
+    /// The first kill goes to an upstream worker (they write the inboxes), the second to any.
     func disturb(wave: Int) async {
-        let count = 2
         await withTaskGroup(of: Void.self) { restarts in
-            for n in 0..<count {
+            for n in 0..<2 {
                 if n > 0 { try? await Task.sleep(for: .milliseconds(random.int(1000...3000))) }
-                guard let (slot, aimed) = await chooseVictim() else { continue }
+                // The second kill must not wait for the first victim to come back: their
+                // restarts should overlap.
+                guard let (slot, aimed) = await chooseVictim(upstreamOnly: n == 0, waitingAtMost: n == 0 ? .seconds(10) : .seconds(2))
+                else { continue }
                 down.insert(slot)
                 processes.kill(slot)
                 kills.append(Kill(slot: slot, wave: wave, aimed: aimed))
@@ -73,17 +76,18 @@ actor FaultInjector {
     }
 
     /// The worker to kill: with probability 9/10 whichever candidate writes next (waiting up to
-    /// 10 s, long enough for a restarted worker to come back), then 0–40 ms later; otherwise, or
-    /// when none writes, a random candidate at once.
-    private func chooseVictim() async -> (WorkerProcesses.Slot, aimed: Bool)? {
+    /// `wait`), then 0–40 ms later; otherwise, or when none writes, a random candidate at once.
+    private func chooseVictim(upstreamOnly: Bool, waitingAtMost wait: Duration) async -> (WorkerProcesses.Slot, aimed: Bool)? {
         let now = ContinuousClock.now
         let unavailable = processes.slots.filter { down.contains($0) || !isBack($0, now: now) }
         guard unavailable.count < maxDown else { return nil }
-        let candidates = processes.slots.filter { !unavailable.contains($0) }
+        let candidates = processes.slots.filter {
+            !unavailable.contains($0) && !(upstreamOnly && $0.worker == .delivery)
+        }
         guard !candidates.isEmpty else { return nil }
         if random.chance(0.9) {
             let before = candidates.map { recorder.written(by: $0.worker) }
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + wait
             while ContinuousClock.now < deadline {
                 try? await Task.sleep(for: .milliseconds(2))
                 let writing = candidates.indices.filter { recorder.written(by: candidates[$0].worker) > before[$0] }

@@ -30,8 +30,8 @@ final class FleetRecorder: Sendable {
     struct Snapshot: Sendable {
         /// `topic id` → the record's bytes (first copy).
         var records: [String: [UInt8]]
-        /// Records read beyond the first copy of their id (re-sent or aborted copies).
-        var copies: Int
+        /// Per topic, records read beyond the first copy of their id (re-sent or aborted copies).
+        var copies: [String: Int]
         /// Ids that arrived with different bytes: a crash-equivalence failure within one run.
         var conflicts: [String]
         var intentIds: Set<String>
@@ -44,7 +44,7 @@ final class FleetRecorder: Sendable {
 
     private struct State {
         var records: [String: [UInt8]] = [:]
-        var copies = 0
+        var copies: [String: Int] = [:]
         var conflicts: [String] = []
         var intentIds: Set<String> = []
         var decidedIntentIds: Set<String> = []
@@ -173,6 +173,7 @@ final class FleetRecorder: Sendable {
                     let first = state.inboxFirstCopies["\(partition) \(id)"] ?? message.offset
                     state.inboxFirstCopies["\(partition) \(id)"] = first
                     state.inboxLog[partition, default: []].append((message.offset, first))
+                    if first != message.offset && topic == Topics.reminderInbox { state.copies[topic, default: 0] += 1 }
                 }
                 if topic.hasSuffix(".dlq") {
                     state.deadLetters += 1
@@ -185,7 +186,7 @@ final class FleetRecorder: Sendable {
                 }
                 let key = "\(topic) \(record.id)"
                 if let first = state.records[key] {
-                    state.copies += 1
+                    state.copies[topic, default: 0] += 1
                     if first != value { state.conflicts.append(key) }
                     continue
                 }
