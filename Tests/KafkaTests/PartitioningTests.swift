@@ -1,3 +1,4 @@
+import FleetTestSupport
 import Kafka
 import Testing
 

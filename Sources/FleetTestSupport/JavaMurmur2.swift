@@ -2,8 +2,11 @@
 /// `murmur2_random` against: `org.apache.kafka.common.utils.Utils.murmur2` (seed 0x9747b28c,
 /// little-endian 4-byte blocks, Java's signed 32-bit arithmetic, fall-through tail) and the
 /// default partitioner's `toPositive(murmur2(key)) % numPartitions`.
-enum JavaMurmur2 {
-    static func hash(_ data: [UInt8]) -> Int32 {
+///
+/// Tests use it to know, before producing, which partition a user's records land on (e.g. the
+/// crash-equivalence traffic, which gives each inbox partition one writer per wave).
+public enum JavaMurmur2 {
+    public static func hash(_ data: [UInt8]) -> Int32 {
         let m: UInt32 = 0x5bd1e995
         let r: UInt32 = 24
         var h: UInt32 = 0x9747b28c ^ UInt32(truncatingIfNeeded: data.count)
@@ -32,7 +35,7 @@ enum JavaMurmur2 {
     }
 
     /// The Java default partitioner's choice for a non-null key.
-    static func partition(forKey key: [UInt8], partitions: Int32) -> Int32 {
+    public static func partition(forKey key: [UInt8], partitions: Int32) -> Int32 {
         (hash(key) & 0x7fff_ffff) % partitions
     }
 }

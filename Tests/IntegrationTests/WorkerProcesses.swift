@@ -1,0 +1,118 @@
+import FleetModel
+import Foundation
+import Synchronization
+import Testing
+
+/// The fleet as real worker executables (built by `swift test` next to the test bundle), one
+/// `Process` per slot, which a test can SIGKILL and restart.
+///
+/// Each slot keeps a stable `FLEET_INSTANCE_ID`, so under exactly-once a restarted process takes
+/// over its predecessor's `transactional.id` and fences it (aborting what it left open). Output
+/// goes to one log file per slot (appended across restarts) in `logDirectory`.
+///
+/// `killAll()` is synchronous so tests can call it from `defer`: no worker outlives its test.
+final class WorkerProcesses: Sendable {
+    struct Slot: Sendable, Hashable, CustomStringConvertible {
+        var worker: Worker
+        var instance: Int
+        var description: String { "\(worker.rawValue)-\(instance)" }
+    }
+
+    let slots: [Slot]
+    let logDirectory: URL
+    private let environment: @Sendable (Slot) -> [String: String]
+    private let running = Mutex<[Slot: Process]>([:])
+    /// Set by `killAll`: nothing starts afterwards, so a late restart cannot leak a process.
+    private let closed = Mutex(false)
+    private let counts = Mutex((kills: 0, starts: 0))
+
+    /// `environment` gives each slot's variables (its worker's test settings plus overrides).
+    init(slots: [Slot], logDirectory: URL, environment: @escaping @Sendable (Slot) -> [String: String]) throws {
+        self.slots = slots
+        self.logDirectory = logDirectory
+        self.environment = environment
+        try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
+    }
+
+    var kills: Int { counts.withLock { $0.kills } }
+    var restarts: Int { counts.withLock { max(0, $0.starts - slots.count) } }
+
+    func startAll() throws {
+        for slot in slots { try start(slot) }
+    }
+
+    func isRunning(_ slot: Slot) -> Bool { running.withLock { $0[slot]?.isRunning ?? false } }
+
+    struct Closed: Error {}
+
+    /// Starts `slot`'s executable; a slot already running is left alone. Throws `Closed` after
+    /// `killAll()`.
+    func start(_ slot: Slot) throws {
+        if closed.withLock({ $0 }) { throw Closed() }
+        if isRunning(slot) { return }
+        let process = Process()
+        process.executableURL = try ShutdownTests.executable(slot.worker.rawValue)
+        var variables = environment(slot)
+        variables["FLEET_INSTANCE_ID"] = slot.description
+        process.environment = variables
+        let log = logDirectory.appendingPathComponent("\(slot).log")
+        if !FileManager.default.fileExists(atPath: log.path) {
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        }
+        let handle = try FileHandle(forWritingTo: log)
+        handle.seekToEndOfFile()
+        handle.write(Data("---- start \(Date())\n".utf8))
+        process.standardOutput = handle
+        process.standardError = handle
+        defer { try? handle.close() }  // the child has its own descriptor
+        try process.run()
+        let admitted = running.withLock { processes in
+            // Checked under the same lock `killAll` takes, so no process slips past it.
+            if closed.withLock({ $0 }) { return false }
+            processes[slot] = process
+            return true
+        }
+        if !admitted {
+            Foundation.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw Closed()
+        }
+        counts.withLock { $0.starts += 1 }
+    }
+
+    /// SIGKILLs `slot` (no shutdown hook runs: whatever it produced but did not commit stays
+    /// uncommitted) and waits until it is gone.
+    func kill(_ slot: Slot) {
+        guard let process = running.withLock({ $0.removeValue(forKey: slot) }) else { return }
+        if process.isRunning {
+            Foundation.kill(process.processIdentifier, SIGKILL)
+            counts.withLock { $0.kills += 1 }
+        }
+        process.waitUntilExit()
+    }
+
+    /// Slots whose process exited on its own (a worker that stopped with an error).
+    func exited() -> [(slot: Slot, status: Int32)] {
+        running.withLock { processes in
+            processes.compactMap { slot, process in process.isRunning ? nil : (slot, process.terminationStatus) }
+        }
+    }
+
+    /// Kills every process still running and waits for each; later starts are refused.
+    func killAll() {
+        let all = running.withLock { processes in
+            closed.withLock { $0 = true }
+            defer { processes.removeAll() }
+            return Array(processes.values)
+        }
+        for process in all where process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        for process in all { process.waitUntilExit() }
+    }
+
+    /// The last lines of `slot`'s log, for failure messages.
+    func logTail(_ slot: Slot, lines: Int = 15) -> String {
+        let log = logDirectory.appendingPathComponent("\(slot).log")
+        guard let text = try? String(contentsOf: log, encoding: .utf8) else { return "(no log)" }
+        return text.split(separator: "\n").suffix(lines).joined(separator: "\n")
+    }
+}
