@@ -16,7 +16,7 @@ public enum WorkerEnvironment {
         meaning: "Kafka bootstrap servers (host:port, comma-separated).")
     public static let groupId = Variable(
         name: "FLEET_GROUP_ID", defaultValue: nil,
-        meaning: "Consumer group; defaults to the worker's name (one group per worker).")
+        meaning: "Consumer group; defaults to FLEET_TOPIC_PREFIX + the worker's name (one group per worker and fleet).")
     public static let instanceId = Variable(
         name: "FLEET_INSTANCE_ID", defaultValue: nil,
         meaning: "Stable member id (`group.instance.id`), e.g. the pod name; defaults to $POD_NAME, else unset.")
@@ -96,7 +96,8 @@ public struct WorkerSettings: Sendable {
         }
         self.worker = worker
         self.bootstrapServers = value(WorkerEnvironment.bootstrapServers) ?? "127.0.0.1:9092"
-        self.groupId = value(WorkerEnvironment.groupId) ?? worker.rawValue
+        // Fleets sharing a cluster under different prefixes must not share consumer groups.
+        self.groupId = value(WorkerEnvironment.groupId) ?? (value(WorkerEnvironment.topicPrefix) ?? "") + worker.rawValue
         self.instanceId = value(WorkerEnvironment.instanceId) ?? environment["POD_NAME"]
         self.batchMaxRecords = try positiveInt(WorkerEnvironment.batchMaxRecords)
         let guaranteeText = value(WorkerEnvironment.guarantee) ?? ""

@@ -13,6 +13,8 @@ struct WorkerConfigurationTests {
         #expect(settings.instanceId == nil)
         #expect(settings.batchMaxRecords == 1000)
         #expect(settings.topics.prefix == "")
+        // Fleets under different prefixes never share a consumer group.
+        #expect(try WorkerSettings(worker: .sync, environment: ["FLEET_TOPIC_PREFIX": "staging."]).groupId == "staging.sync-worker")
         let pod = try WorkerSettings(worker: .access, environment: ["POD_NAME": "access-worker-2"])
         #expect(pod.instanceId == "access-worker-2")
         #expect(pod.consumerConfiguration["group.instance.id"] == "access-worker-2")
