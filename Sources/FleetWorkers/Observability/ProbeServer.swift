@@ -62,7 +62,9 @@ public final class ProbeServer: Service {
         do {
             server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                // TCP level: `.socketOption(.tcp_nodelay)` would set SOL_SOCKET option 1 (SO_DEBUG),
+                // which only root may set; every connection of a non-root worker was then closed.
+                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         connections.insert(channel)
