@@ -163,26 +163,15 @@ public enum ChangelogRecords {
         bytes.append(contentsOf: text.utf8)
     }
 
-    /// A JSON string literal, escaped as `CanonicalJSONEncoder` escapes (quotes, backslash,
-    /// control characters).
+    /// A JSON string literal, written by `CanonicalJSONEncoder` so the envelope escapes exactly
+    /// as the state inside it does.
     static func appendJSONString(_ text: String, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0x08: bytes.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-            case 0x0C: bytes.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: bytes.append(byte)
-            }
+        do {
+            try CanonicalJSONEncoder.encode(text, appendingTo: &bytes)
+        } catch {
+            // The encoder fails only on non-finite numbers and misused containers; never on a String.
+            preconditionFailure("a String did not encode as JSON: \(error)")
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 }
 

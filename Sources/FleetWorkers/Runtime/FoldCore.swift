@@ -1,5 +1,5 @@
 import Foundation
-public import FleetModel
+import FleetModel
 import Kafka
 import Logging
 
@@ -184,7 +184,7 @@ actor FoldCore<P: UserProcessor> {
                 phase: .active, fold: fold, nextOffset: committed[partition], lastActivity: .now)
             seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
             observer?.restoredStates(count: result.states.count)
-            let seconds = Double(result.duration.components.seconds) + Double(result.duration.components.attoseconds) / 1e18
+            let seconds = RuntimeClock.seconds(result.duration)
             if seconds > 0 { observer?.restoreRate(statesPerSecond: Double(result.states.count) / seconds) }
             logger.info("partition restored", metadata: [
                 "partition": "\(layout.foldedTopic)[\(partition)]", "states": "\(result.states.count)",
@@ -336,7 +336,7 @@ actor FoldCore<P: UserProcessor> {
             case .delivery(let delivery):
                 observer?.delivery(category: delivery.category, channel: delivery.channel)
                 if delivery.category.uppercased() == "SECURITY", let arrived = recordTimestamp {
-                    let wall = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+                    let wall = RuntimeClock.wallClock().millisecondsSinceEpoch
                     observer?.securityDeliveryLatency(seconds: Double(max(0, wall - arrived)) / 1000)
                 }
             default:
@@ -447,13 +447,16 @@ actor FoldCore<P: UserProcessor> {
             }
         }
         let elapsed = ContinuousClock.now - started
-        observer?.commitLatency(
-            Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
-            guarantee: settings.guarantee)
+        observer?.commitLatency(RuntimeClock.seconds(elapsed), guarantee: settings.guarantee)
         observer?.commit(result: .committed)
-        for (topic, count) in Dictionary(grouping: records, by: \.topic).mapValues(\.count) where topic == layout.stateTopic || topic == layout.historyTopic {
-            observer?.recordOut(topic: settings.topics.logical(topic) ?? topic, count: count)
+        // Outputs, forwards, ticks and dead letters were counted as they were made; the
+        // changelog and history records are counted here, without copying the unit.
+        var stateRecords = 0, historyRecords = 0
+        for record in records {
+            if record.topic == layout.stateTopic { stateRecords += 1 } else if record.topic == layout.historyTopic { historyRecords += 1 }
         }
+        observer?.recordOut(topic: layout.worker.stateTopic, count: stateRecords)
+        observer?.recordOut(topic: layout.worker.historyTopic, count: historyRecords)
         committedOffsets.merge(offsets) { _, new in new }
         unit = CommitUnit()
         encodedInUnit = [:]

@@ -38,7 +38,9 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
 
     public func run() async throws {
         let layout = TopicLayout(worker: settings.worker, namespace: settings.topics)
-        let partitionCount = try await checkTopics(layout)
+        // One admin client for the start-up check and the running partition-count checks.
+        let admin = try KafkaAdmin(configuration: settings.producerConfiguration)
+        let partitionCount = try await checkTopics(layout, admin: admin)
 
         let consumer = try KafkaConsumer(
             configuration: settings.runtimeConsumerConfiguration, maxBatchSize: settings.batchMaxRecords, logger: logger)
@@ -97,7 +99,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                     try await consume(consumer: consumer, core: core, lock: lock)
                 }
                 group.addTask {
-                    try await housekeeping(core: core, lock: lock, layout: layout)
+                    try await housekeeping(core: core, lock: lock, layout: layout, admin: admin)
                 }
                 group.addTask {
                     await restoreLoop(
@@ -134,8 +136,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     }
 
     /// Start-up check (principle 2): the worker's topics exist and share one partition count.
-    private func checkTopics(_ layout: TopicLayout) async throws -> Int {
-        let admin = try KafkaAdmin(configuration: settings.producerConfiguration)
+    private func checkTopics(_ layout: TopicLayout, admin: KafkaAdmin) async throws -> Int {
         let counts = try await admin.partitionCounts(topics: layout.coPartitioned.map(settings.topics.physical))
         do {
             return try layout.partitionCount(in: counts)
@@ -156,8 +157,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     }
 
     /// Commits units that stopped growing, writes ticks, re-checks partition counts, reports lag.
-    private func housekeeping(core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout) async throws {
-        let admin = try KafkaAdmin(configuration: settings.producerConfiguration)
+    private func housekeeping(core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout, admin: KafkaAdmin) async throws {
         var step = settings.commitInterval / 2
         if let tick = settings.tickInterval { step = min(step, tick / 2) }
         step = max(step, .milliseconds(5))
@@ -169,8 +169,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
             let now = ContinuousClock.now
             try await lock.withLock {
                 if let tick = settings.tickInterval {
-                    let wall = Timestamp(millisecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
-                    await core.writeTicks(interval: tick, wallClock: wall, now: now)
+                    await core.writeTicks(interval: tick, wallClock: RuntimeClock.wallClock(), now: now)
                 }
                 if await core.isDue(now: now) { try await core.commit() }
                 if let fatal = await core.fatal { throw fatal }
