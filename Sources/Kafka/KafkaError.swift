@@ -110,6 +110,11 @@ public struct KafkaError: Error, Sendable, Equatable, CustomStringConvertible {
         KafkaError(RD_KAFKA_RESP_ERR__INVALID_ARG, detail: message)
     }
 
+    /// A wait that ran out of time, e.g. `readToEnd`.
+    static func timedOut(_ message: String) -> KafkaError {
+        KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, detail: message)
+    }
+
     /// An operation on a client that was already closed.
     static func closed(_ what: String) -> KafkaError {
         KafkaError(RD_KAFKA_RESP_ERR__DESTROY, detail: "\(what) is closed")
