@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "FleetSimulation", targets: ["FleetSimulation"]),
         .library(name: "FleetTestSupport", targets: ["FleetTestSupport"]),
         .library(name: "FleetWorkers", targets: ["FleetWorkers"]),
+        .library(name: "FleetOperations", targets: ["FleetOperations"]),
         .executable(name: "fleetctl", targets: ["fleetctl"]),
         .executable(name: "score-worker", targets: ["score-worker"]),
         .executable(name: "sync-worker", targets: ["sync-worker"]),
@@ -108,9 +109,25 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The operator tools behind fleetctl: explain, replay, export, DLQ redrive, partition
+        // migration. Read the fleet's topics and re-run its processors; no worker links it.
+        .target(
+            name: "FleetOperations",
+            dependencies: [
+                "Kafka",
+                "FleetModel",
+                "FleetWorkers",
+                "FleetSimulation",
+                "DeliveryPolicy",
+                "UpstreamProcessors",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "fleetctl",
             dependencies: [
+                "FleetOperations",
                 "FleetWorkers",
                 "FleetSimulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -209,7 +226,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "Kafka", "FleetWorkers", "FleetModel", "UpstreamProcessors", "DeliveryPolicy", "FleetSimulation",
-                "FleetTestSupport",
+                "FleetTestSupport", "FleetOperations",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
