@@ -15,6 +15,19 @@ struct JavaMurmur2VectorTests {
     func portMatchesKafkaUtilsTestVectors(input: String, expected: Int32) {
         #expect(JavaMurmur2.hash(Array(input.utf8)) == expected)
     }
+
+    /// The tools' `KeyPartitioner` (librdkafka's own function) agrees with the Java port on
+    /// every key and count, so `explain` and migration look where the producers wrote.
+    @Test func keyPartitionerMatchesTheJavaPort() {
+        let keys = (0..<500).map { "user-\($0 * 7919)" } + ["", "a", "ab", "abc", "ünïcødé-ключ"]
+        for partitions: Int32 in [1, 2, 3, 4, 7, 8, 12, 64] {
+            for key in keys {
+                let bytes = Array(key.utf8)
+                #expect(KeyPartitioner.partition(forKey: bytes, partitions: partitions)
+                        == JavaMurmur2.partition(forKey: bytes, partitions: partitions), "\(key) over \(partitions)")
+            }
+        }
+    }
 }
 
 @Suite(.enabled(if: TestBroker.available), .timeLimit(.minutes(1)))
