@@ -148,7 +148,7 @@ public enum RecordCodec {
     /// unknown, or the type does not belong on `topic`.
     public static func decode(_ bytes: some Collection<UInt8>, topic: String) throws(RecordError) -> FleetRecord {
         let record = try decode(bytes)
-        if let allowed = Topics.allowedTypes[topic], !allowed.contains(record.type) {
+        if let allowed = Topics.allowedTypes[Topics.generationBase(of: topic).base], !allowed.contains(record.type) {
             throw RecordError("type '\(record.type)' does not belong on topic '\(topic)'")
         }
         return record

@@ -72,7 +72,7 @@ public enum Worker: String, CaseIterable, Sendable, Codable {
 
 /// How a topic is created (`fleetctl topics create`).
 public struct TopicSpec: Hashable, Sendable {
-    public enum Role: String, Sendable { case input, inbox, output, state, history, deadLetter }
+    public enum Role: String, Sendable { case input, inbox, output, state, history, deadLetter, control }
     public var name: String
     public var role: Role
     /// Topics that must have the same partition count as this one (principle 2).
@@ -103,6 +103,7 @@ public struct TopicSpec: Hashable, Sendable {
         for input in inputs + [Topics.deliveryInbox, Topics.reminderInbox] {
             specs.append(TopicSpec(name: Topics.deadLetter(of: input), role: .deadLetter))
         }
+        specs.append(TopicSpec(name: Topics.generations, role: .control, configs: ["cleanup.policy": "compact"]))
         return specs
     }
 }

@@ -8,13 +8,15 @@ public enum TopicAdministration {
         public var description: String
     }
 
-    /// Creates every topic of `TopicSpec.all` with `partitions` partitions; existing ones are left
-    /// as they are (run `check` afterwards to see whether they agree).
+    /// Creates every topic of `TopicSpec.all` with `partitions` partitions (the generation
+    /// registry, a control topic, with one); existing ones are left as they are (run `check`
+    /// afterwards to see whether they agree).
     public static func create(
         admin: KafkaAdmin, partitions: Int32, replicationFactor: Int32 = -1, namespace: TopicNamespace = TopicNamespace()
     ) async throws(KafkaError) {
         let topics = TopicSpec.all.map {
-            NewTopic(name: namespace.physical($0.name), partitions: partitions, replicationFactor: replicationFactor, configs: $0.configs)
+            NewTopic(name: namespace.physical($0.name), partitions: $0.role == .control ? 1 : partitions,
+                     replicationFactor: replicationFactor, configs: $0.configs)
         }
         try await admin.createTopics(topics, ignoreExisting: true)
     }

@@ -138,13 +138,32 @@ struct CrashRun {
 
     static let slots: [WorkerProcesses.Slot] = Worker.allCases.map { WorkerProcesses.Slot(worker: $0, instance: 0) }
 
-    static func run(_ traffic: CrashTraffic, guarantee: DeliveryGuarantee, killerSeed: UInt64?) async throws -> CrashRun {
-        let name = killerSeed == nil ? "fault-free" : "with SIGKILLs"
+    /// Something a run does besides the traffic (a partition migration): started after wave
+    /// `afterWave` completed and awaited before the closing wave is produced; the waves in
+    /// between go on meanwhile. `generationInboxes` are the later-generation logs it brings (logical name →
+    /// partitions and worker), read and checked like the inboxes.
+    struct Intervention: Sendable {
+        var name: String
+        var afterWave: Int
+        var overrides: [String: String] = [:]
+        var generationInboxes: [String: (partitions: Int32, worker: Worker)] = [:]
+        var waveTimeout: Duration = .seconds(120)
+        var action: @Sendable (FleetHarness) async throws -> Void
+    }
+
+    static func run(
+        _ traffic: CrashTraffic, guarantee: DeliveryGuarantee, killerSeed: UInt64?, intervention: Intervention? = nil
+    ) async throws -> CrashRun {
+        let name = intervention?.name ?? (killerSeed == nil ? "fault-free" : "with SIGKILLs")
         let started = ContinuousClock.now
         let fleet = try await FleetHarness.make(partitions: traffic.partitions)
-        let recorder = try await FleetRecorder(bootstrap: fleet.bootstrap, namespace: fleet.namespace, partitions: traffic.partitions)
+        let recorder = try await FleetRecorder(
+            bootstrap: fleet.bootstrap, namespace: fleet.namespace, partitions: traffic.partitions,
+            generationInboxes: (intervention?.generationInboxes ?? [:]).mapValues(\.partitions))
         var progress = try WaveProgress(bootstrap: fleet.bootstrap, namespace: fleet.namespace, partitions: traffic.partitions, recorder: recorder)
         var overrides = ["FLEET_GUARANTEE": guarantee.rawValue, "FLEET_LOG_LEVEL": "info"]
+        overrides.merge(intervention?.overrides ?? [:]) { _, new in new }
+        var intervening: Task<Void, any Error>?
         if killerSeed != nil {
             // Wider windows for the kills: units collect longer, and the producer holds at most
             // 10 unacknowledged records and lingers 10 ms per request, so producing a unit of
@@ -177,6 +196,10 @@ struct CrashRun {
         do {
             let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
             for wave in traffic.waves {
+                if wave.index == traffic.waves.count - 1 {
+                    // The closing wave comes after the intervention, so a test can tell what it changed.
+                    try await intervening?.value
+                }
                 let waveStarted = ContinuousClock.now
                 let records = wave.records.map { topic, record in
                     ProducerRecord(
@@ -193,19 +216,27 @@ struct CrashRun {
                 disturbing = disturbedWaves.contains(wave.index)
                     ? injector.map { injector in Task { await injector.disturb(wave: wave.index) } } : nil
                 try await waitForWave(
-                    wave.index, progress: progress, processes: processes, faults: injector != nil, requireDecisions: false)
+                    wave.index, progress: progress, processes: processes, faults: injector != nil, requireDecisions: false,
+                    timeout: intervening == nil ? nil : intervention?.waveTimeout)
+                if let intervention, intervention.afterWave == wave.index {
+                    progress.generationInboxes = intervention.generationInboxes
+                    intervening = Task { try await intervention.action(fleet) }
+                }
                 // A kill may come after the wave completed (it then lands between waves); every
                 // slot runs again before the next wave.
                 await disturbing?.value
                 waveSeconds.append(seconds(since: waveStarted))
             }
             await producer.close()
+            try await intervening?.value
             // Every slot runs again; let the last restarts finish their work, then read the rest.
             try await waitForWave(
-                traffic.waves.count, progress: progress, processes: processes, faults: injector != nil, requireDecisions: true)
+                traffic.waves.count, progress: progress, processes: processes, faults: injector != nil, requireDecisions: true,
+                timeout: intervention?.waveTimeout)
             try await quiesce(recorder)
         } catch {
             await disturbing?.value
+            intervening?.cancel()
             for slot in slots { print("---- \(slot) log tail (\(logs.path)):\n\(processes.logTail(slot))") }
             await progress.close()
             await recorder.close()
@@ -232,10 +263,12 @@ struct CrashRun {
 
     /// Waits for the wave's effects; a worker that stops by itself (not killed) is a failure.
     static func waitForWave(
-        _ index: Int, progress: WaveProgress, processes: WorkerProcesses, faults: Bool, requireDecisions: Bool
+        _ index: Int, progress: WaveProgress, processes: WorkerProcesses, faults: Bool, requireDecisions: Bool,
+        timeout: Duration? = nil
     ) async throws {
         do {
-            try await progress.waitUntilComplete(timeout: faults ? .seconds(60) : .seconds(30), requireDecisions: requireDecisions)
+            try await progress.waitUntilComplete(
+                timeout: timeout ?? (faults ? .seconds(60) : .seconds(30)), requireDecisions: requireDecisions)
         } catch {
             throw WaveFailure(description: "wave \(index): \(error)")
         }

@@ -33,7 +33,11 @@ struct FleetHarness: Sendable {
 
     /// Deletes this namespace's topics (Tansu keeps every record in memory).
     func tearDown() async {
-        try? await admin().deleteTopics(TopicSpec.all.map { namespace.physical($0.name) })
+        // Generation topics a migration test may have made, too.
+        let generations = Worker.allCases.filter(\.ownsItsLog).flatMap { worker in
+            (2...3).flatMap { Topics.generationSpecs(of: worker, generation: $0) }
+        }
+        try? await admin().deleteTopics((TopicSpec.all + generations).map { namespace.physical($0.name) })
     }
 
     /// The environment a worker gets in tests: this namespace, the short group timeouts Tansu

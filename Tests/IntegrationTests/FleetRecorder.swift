@@ -40,6 +40,8 @@ final class FleetRecorder: Sendable {
         var deliveries: [Delivered]
         var deadLetters: Int
         var recordsRead: Int
+        /// Per inbox topic (generations apart), the latest record timestamp read.
+        var inboxLatest: [String: Timestamp]
     }
 
     private struct State {
@@ -54,6 +56,7 @@ final class FleetRecorder: Sendable {
         var recordsRead = 0
         var dataRecordsRead = 0
         var inboxEnds: [TopicPartition: Int64] = [:]
+        var inboxLatest: [String: Timestamp] = [:]
         /// Per inbox partition, each record's offset and the offset of the first copy of its id.
         var inboxLog: [TopicPartition: [(offset: Int64, firstCopy: Int64)]] = [:]
         var inboxFirstCopies: [String: Int64] = [:]
@@ -71,7 +74,10 @@ final class FleetRecorder: Sendable {
     private let state = Mutex(State())
     private let tasks = Mutex<[Task<Void, Never>]>([])
 
-    init(bootstrap: String, namespace: TopicNamespace, partitions: Int32) async throws {
+    /// `generationInboxes`: later generations' inbox topics (logical name → partitions) to read
+    /// like the inboxes, for runs that migrate a worker (their records count under the
+    /// generation-1 name, where carried-over copies are copies).
+    init(bootstrap: String, namespace: TopicNamespace, partitions: Int32, generationInboxes: [String: Int32] = [:]) async throws {
         self.namespace = namespace
         consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": bootstrap, "group.id": namespace.prefix + "recorder",
@@ -87,6 +93,9 @@ final class FleetRecorder: Sendable {
         var offsets: [TopicPartition: Int64] = [:]
         for topic in topics {
             for p in 0..<partitions { offsets[TopicPartition(namespace.physical(topic), p)] = KafkaConsumer.beginning }
+        }
+        for (topic, count) in generationInboxes {
+            for p in 0..<count { offsets[TopicPartition(namespace.physical(topic), p)] = KafkaConsumer.beginning }
         }
         try await consumer.assign(offsets)
         try await watcher.assign(offsets)
@@ -154,21 +163,26 @@ final class FleetRecorder: Sendable {
             Snapshot(
                 records: $0.records, copies: $0.copies, conflicts: $0.conflicts, intentIds: $0.intentIds,
                 decidedIntentIds: $0.decidedIntentIds, budgetSuppressions: $0.budgetSuppressions,
-                deliveries: Array($0.deliveries.values), deadLetters: $0.deadLetters, recordsRead: $0.recordsRead)
+                deliveries: Array($0.deliveries.values), deadLetters: $0.deadLetters, recordsRead: $0.recordsRead,
+                inboxLatest: $0.inboxLatest)
         }
     }
 
     private func take(_ batch: [KafkaMessage]) {
         state.withLock { state in
             for message in batch {
-                guard let topic = namespace.logical(message.topic) else { continue }
+                guard let physicalTopic = namespace.logical(message.topic) else { continue }
+                let topic = Topics.generationBase(of: physicalTopic).base
                 state.recordsRead += 1
                 if !Worker.allCases.contains(where: { topic == $0.stateTopic || topic == $0.historyTopic }) {
                     state.dataRecordsRead += 1
                 }
                 if topic == Topics.deliveryInbox || topic == Topics.reminderInbox {
-                    let partition = TopicPartition(topic, message.partition)
+                    let partition = TopicPartition(physicalTopic, message.partition)
                     state.inboxEnds[partition] = max(state.inboxEnds[partition] ?? 0, message.offset + 1)
+                    if let time = message.timestamp.map(Timestamp.init(millisecondsSinceEpoch:)) {
+                        state.inboxLatest[physicalTopic] = max(state.inboxLatest[physicalTopic] ?? time, time)
+                    }
                     let id = message.value.flatMap { try? RecordCodec.decode($0, topic: topic).id } ?? "\(message.offset)"
                     let first = state.inboxFirstCopies["\(partition) \(id)"] ?? message.offset
                     state.inboxFirstCopies["\(partition) \(id)"] = first

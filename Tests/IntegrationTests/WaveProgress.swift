@@ -27,6 +27,9 @@ struct WaveProgress {
     private let readers: [Worker: KafkaConsumer]
     /// Per logical external topic and partition, the offset after the last record produced.
     private(set) var inputEnds: [TopicPartition: Int64] = [:]
+    /// Later generations' logs (logical name → partitions and folding worker), checked like
+    /// the inboxes once they exist (a run that migrates a worker).
+    var generationInboxes: [String: (partitions: Int32, worker: Worker)] = [:]
 
     init(bootstrap: String, namespace: TopicNamespace, partitions: Int32, recorder: FleetRecorder) throws {
         self.namespace = namespace
@@ -63,11 +66,14 @@ struct WaveProgress {
             for topic in topics {
                 for p in 0..<partitions { physical.append(TopicPartition(namespace.physical(topic), p)) }
             }
+            for (topic, log) in generationInboxes where log.worker == worker {
+                for p in 0..<log.partitions { physical.append(TopicPartition(namespace.physical(topic), p)) }
+            }
             let committed = try await reader.committed(physical)
             for partition in physical {
                 let logical = TopicPartition(namespace.logical(partition.topic) ?? partition.topic, partition.partition)
                 let done = max(0, committed[partition] ?? 0)
-                if logical.topic == Topics.deliveryInbox || logical.topic == Topics.reminderInbox {
+                if [Topics.deliveryInbox, Topics.reminderInbox].contains(Topics.generationBase(of: logical.topic).base) {
                     if recorder.hasNewRecords(logical.topic, logical.partition, from: done) {
                         let end = recorder.inboxEnd(logical.topic, logical.partition)
                         pending.append("\(worker.rawValue) committed \(logical) at \(done), records up to \(end)")

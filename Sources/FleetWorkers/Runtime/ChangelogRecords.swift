@@ -17,17 +17,27 @@ public import Kafka
 ///   up to one's own marker proves every earlier record was read, without trusting the broker's
 ///   high watermark (which the local test broker reports wrong).
 ///
+/// - `cut`: written once a migration to a new generation stopped folding the partition (key
+///   `#cut`): the committed input offset at which the fold stopped, for `fleetctl partitions
+///   migrate` to re-key exactly the committed states, and so a member still on the old generation
+///   that is handed the partition sees it must not fold it any more. The first cut counts.
+/// A state or position record with `input_offset` -1 was re-keyed by a migration into a new
+/// generation: it precedes every input of that generation.
+///
 /// `<worker>.history` holds `change` records: a user's state before and after one input record,
 /// with that record's coordinates, for replay and explain.
 public enum ChangelogRecords {
     public static let kindHeader = "fleet-record"
 
     public enum Kind: String, Sendable {
-        case state, position, marker, change
+        case state, position, marker, change, cut
     }
 
     public static let positionKey = "#position"
     public static let markerKey = "#restore"
+    public static let cutKey = "#cut"
+    /// The input offset of state and position records a migration re-keyed into a new generation.
+    public static let migratedInputOffset: Int64 = -1
 
     // MARK: Writing
 
@@ -68,6 +78,14 @@ public enum ChangelogRecords {
             headers: [KafkaHeader(kindHeader, Kind.marker.rawValue)])
     }
 
+    /// The fold of this partition stopped at `committedOffset` for the move to `generation`.
+    public static func cut(generation: Int, committedOffset: Int64, topic: String, partition: Int32) -> ProducerRecord {
+        let value = #"{"committed_offset":\#(committedOffset),"generation":\#(generation),"v":1}"#
+        return ProducerRecord(
+            topic: topic, partition: partition, key: Array(cutKey.utf8), value: Array(value.utf8),
+            headers: [KafkaHeader(kindHeader, Kind.cut.rawValue)])
+    }
+
     /// One state change for `<worker>.history`. `before` is nil for a user never stored.
     public static func change(
         userId: String, before: [UInt8]?, after: [UInt8], input: SourceCoordinates, logTime: Timestamp,
@@ -104,6 +122,7 @@ public enum ChangelogRecords {
         case state(userId: String, inputOffset: Int64, state: State)
         case position(inputOffset: Int64, logTime: Timestamp)
         case marker(nonce: String)
+        case cut(generation: Int, committedOffset: Int64)
     }
 
     public struct ReadError: Error, CustomStringConvertible, Sendable {
@@ -132,6 +151,9 @@ public enum ChangelogRecords {
                 return .position(inputOffset: envelope.input_offset, logTime: time)
             case .marker:
                 return .marker(nonce: try decoder.decode(MarkerEnvelope.self, from: Data(value)).nonce)
+            case .cut:
+                let envelope = try decoder.decode(CutEnvelope.self, from: Data(value))
+                return .cut(generation: envelope.generation, committedOffset: envelope.committed_offset)
             case .change, nil:
                 throw ReadError(description: "header \(kindHeader) is '\(kind ?? "missing")'")
             }
@@ -155,6 +177,11 @@ public enum ChangelogRecords {
 
     private struct MarkerEnvelope: Decodable {
         var nonce: String
+    }
+
+    private struct CutEnvelope: Decodable {
+        var generation: Int
+        var committed_offset: Int64
     }
 
     // MARK: Bytes

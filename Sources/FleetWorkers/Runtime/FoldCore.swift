@@ -26,9 +26,14 @@ actor FoldCore<P: UserProcessor> {
         var lastTick: ContinuousClock.Instant?
     }
 
-    /// Partitions to restore, each with the generation it was assigned under.
+    /// Partitions to restore, each with the generation it was assigned under; and partitions of
+    /// the previous generation's log to start carrying over (after writing their cut, during a
+    /// cutover).
     struct RestoreRequest: Sendable {
         var partitions: [Int32: Int]
+        var carried: [Int32: Int] = [:]
+
+        var isEmpty: Bool { partitions.isEmpty && carried.isEmpty }
     }
 
     let processor: P
@@ -45,6 +50,14 @@ actor FoldCore<P: UserProcessor> {
 
     private(set) var folded: [Int32: FoldPartition] = [:]
     private(set) var ingest: Set<Int32> = []
+    /// Partitions of the previous generation's log, by the assignment generation they wait
+    /// under (nil once they are carried over).
+    private(set) var carried: [Int32: Int?] = [:]
+    /// Where records addressed to an inbox go: the registry as last read.
+    private(set) var generations: GenerationMap
+    /// Set when this layout must not run any more (a partition it would fold was cut by a
+    /// migration to a later generation): the runtime restarts on the current registry.
+    private(set) var staleLayout: String?
     private var unit = CommitUnit<[UInt8]>()
     /// Per user, the encoded state last written in this unit: the next change's `before` image.
     private var encodedInUnit: [Int32: [String: [UInt8]]] = [:]
@@ -62,7 +75,7 @@ actor FoldCore<P: UserProcessor> {
     init(
         processor: P, layout: TopicLayout, settings: WorkerSettings, consumer: KafkaConsumer, producer: KafkaProducer,
         observer: (any RuntimeObserver)?, health: RuntimeHealth, logger: Logger, restoreRequests: AsyncStream<RestoreRequest>.Continuation,
-        partitionCount: Int
+        partitionCount: Int, generations: GenerationMap
     ) {
         self.processor = processor
         self.layout = layout
@@ -74,6 +87,7 @@ actor FoldCore<P: UserProcessor> {
         self.logger = logger
         self.restoreRequests = restoreRequests
         self.partitionCount = partitionCount
+        self.generations = generations
     }
 
     // MARK: Assignment
@@ -82,8 +96,9 @@ actor FoldCore<P: UserProcessor> {
     func assigned(_ partitions: [TopicPartition]) {
         joined = true
         var request = RestoreRequest(partitions: [:])
+        let coPartitioned = Set(layout.coPartitioned.map(layout.namespace.physical))
         for partition in partitions {
-            if partition.partition >= Int32(partitionCount) {
+            if coPartitioned.contains(partition.topic), partition.partition >= Int32(partitionCount) {
                 let message = "topic \(partition.topic): partition \(partition.partition) appeared beyond the \(partitionCount) found at start-up; processing of it stopped (no silent reshuffle: migrate with `fleetctl partitions migrate`)"
                 if mismatches[partition.topic] == nil { logger.error("\(message)") }
                 mismatches[partition.topic] = message
@@ -96,10 +111,14 @@ actor FoldCore<P: UserProcessor> {
                 request.partitions[partition.partition] = generation
             } else if partition.topic == layout.ingestTopic {
                 ingest.insert(partition.partition)
+            } else if partition.topic == layout.carriedTopic {
+                generation += 1
+                carried[partition.partition] = generation
+                request.carried[partition.partition] = generation
             }
         }
         reportRestoring()
-        if !request.partitions.isEmpty { restoreRequests.yield(request) }
+        if !request.isEmpty { restoreRequests.yield(request) }
     }
 
     /// Partitions leaving in an orderly way: their work so far is committed first.
@@ -123,6 +142,8 @@ actor FoldCore<P: UserProcessor> {
                 encodedInUnit[partition.partition] = nil
             } else if partition.topic == layout.ingestTopic {
                 ingest.remove(partition.partition)
+            } else if partition.topic == layout.carriedTopic {
+                carried[partition.partition] = nil
             }
             committedOffsets[partition] = nil
             observer?.clearLag(topic: settings.topics.logical(partition.topic) ?? partition.topic, partition: Int(partition.partition))
@@ -152,8 +173,13 @@ actor FoldCore<P: UserProcessor> {
         } catch {
             logger.error("pause for rewind failed", metadata: ["error": "\(error)"])
         }
-        if let ingestTopic = layout.ingestTopic, !ingest.isEmpty {
-            let partitions = ingest.sorted().map { TopicPartition(ingestTopic, $0) }
+        var sources: [TopicPartition] = []
+        if let ingestTopic = layout.ingestTopic { sources += ingest.sorted().map { TopicPartition(ingestTopic, $0) } }
+        if let carriedTopic = layout.carriedTopic {
+            sources += carried.filter { $0.value == nil }.keys.sorted().map { TopicPartition(carriedTopic, $0) }
+        }
+        if !sources.isEmpty {
+            let partitions = sources
             do {
                 let committed = try await consumer.committed(partitions)
                 var targets: [TopicPartition: Int64] = [:]
@@ -161,7 +187,7 @@ actor FoldCore<P: UserProcessor> {
                 try await consumer.seek(targets)
             } catch {
                 // Without a seek the ingest stage would skip the discarded unit's records: stop.
-                fatal = WorkerStopped(description: "could not rewind \(ingestTopic) after \(reason): \(error)")
+                fatal = WorkerStopped(description: "could not rewind \(partitions) after \(reason): \(error)")
             }
         }
         reportRestoring()
@@ -179,6 +205,12 @@ actor FoldCore<P: UserProcessor> {
             guard let current = folded[partition], current.phase == .restoring(generation: generation),
                   let result = restored[partition]
             else { continue }
+            if let cut = result.cut, cut.generation > layout.entry.generation {
+                let message = "\(layout.foldedTopic)[\(partition)] was cut at offset \(cut.committedOffset) by the migration to generation \(cut.generation); restarting on the current generation registry"
+                logger.notice("\(message)")
+                staleLayout = message
+                continue
+            }
             let fold = PartitionFold(processor: processor, restoring: result.states, logTime: result.logTime)
             folded[partition] = FoldPartition(
                 phase: .active, fold: fold, nextOffset: committed[partition], lastActivity: .now)
@@ -204,10 +236,41 @@ actor FoldCore<P: UserProcessor> {
         reportRestoring()
     }
 
+    /// Starts carrying over the previous generation's partitions that still wait under the
+    /// same assignment generation, from their committed offsets.
+    func finishCarry(committed: [Int32: Int64], request: RestoreRequest) async {
+        guard let carriedTopic = layout.carriedTopic else { return }
+        var seeks: [TopicPartition: Int64] = [:]
+        for (partition, generation) in request.carried where carried[partition] == .some(generation) {
+            carried[partition] = .some(nil)
+            seeks[TopicPartition(carriedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
+        }
+        guard !seeks.isEmpty else { return }
+        logger.info("carrying over the previous generation's log", metadata: [
+            "from": "\(seeks.keys.sorted().map(\.description))", "into": "\(layout.foldedTopic)",
+        ])
+        do {
+            try await consumer.seek(seeks)
+            try consumer.resume(Array(seeks.keys))
+        } catch {
+            logger.error("resume of carried partitions failed; rewinding", metadata: ["error": "\(error)"])
+            await rewindAll(reason: "resume of carried partitions failed: \(error)")
+        }
+        reportRestoring()
+    }
+
     /// Partitions whose restore failed are requested again.
     func retryRestore(_ request: RestoreRequest) {
         let still = request.partitions.filter { folded[$0.key]?.phase == .restoring(generation: $0.value) }
-        if !still.isEmpty { restoreRequests.yield(RestoreRequest(partitions: still)) }
+        let carriedStill = request.carried.filter { carried[$0.key] == .some($0.value) }
+        let again = RestoreRequest(partitions: still, carried: carriedStill)
+        if !again.isEmpty { restoreRequests.yield(again) }
+    }
+
+    /// Records addressed to inboxes go where `map` says from the next unit on; the caller
+    /// commits the open unit first.
+    func route(_ map: GenerationMap) {
+        generations = map
     }
 
     func reportRestoring() {
@@ -231,6 +294,9 @@ actor FoldCore<P: UserProcessor> {
             } else if message.topic == layout.ingestTopic {
                 guard ingest.contains(message.partition) else { continue }
                 forward(message, namespace: namespace)
+            } else if message.topic == layout.carriedTopic {
+                guard carried[message.partition] == .some(nil) else { continue }
+                carryOver(message, namespace: namespace)
             } else {
                 continue
             }
@@ -318,14 +384,36 @@ actor FoldCore<P: UserProcessor> {
             deadLetter(message, error: error, namespace: namespace)
             return
         }
-        unit.records.append(KafkaRecords.forward(message, to: layout.worker.foldedTopic, in: namespace))
-        observer?.recordOut(topic: layout.worker.foldedTopic, count: 1)
+        let log = generations.route(layout.worker.foldedTopic)
+        unit.records.append(KafkaRecords.forward(message, to: log, in: namespace))
+        observer?.recordOut(topic: log, count: 1)
+    }
+
+    /// A record of the previous generation's log, carried over into this generation's with its
+    /// origin (ids unchanged). Ticks stay behind: they only moved the old partition's time, and
+    /// the new log gets its own. A record the old fold would have dead-lettered goes to the dead
+    /// letters here, as it would have there.
+    private func carryOver(_ physical: KafkaMessage, namespace: TopicNamespace) {
+        var message = physical
+        message.topic = namespace.logical(physical.topic) ?? physical.topic
+        let record: FleetRecord
+        do {
+            record = try KafkaRecords.decode(message)
+        } catch {
+            deadLetter(message, error: error, namespace: namespace)
+            return
+        }
+        if case .tick = record { return }
+        unit.records.append(KafkaRecords.carryOver(message, to: layout.topics.log, in: namespace))
+        observer?.recordOut(topic: layout.topics.log, count: 1)
     }
 
     private func emit(_ outputs: [OutputRecord], origin: SourceCoordinates, recordTimestamp: Int64?, namespace: TopicNamespace) {
         for (index, output) in outputs.enumerated() {
             if Self.inboxes.contains(output.topic) {
-                unit.records.append(KafkaRecords.producerRecord(output, from: origin, index: index, in: namespace))
+                var routed = output
+                routed.topic = generations.route(output.topic)
+                unit.records.append(KafkaRecords.producerRecord(routed, from: origin, index: index, in: namespace))
             } else {
                 unit.records.append(KafkaRecords.producerRecord(output, in: namespace))
             }
@@ -369,14 +457,14 @@ actor FoldCore<P: UserProcessor> {
                   let wakeUp = entry.fold?.nextWakeUp, wakeUp <= wallClock
             else { continue }
             if let last = entry.lastTick, now - last < interval { continue }
-            let tick = Tick(id: "\(layout.worker.foldedTopic):\(partition):tick:\(wallClock.millisecondsSinceEpoch)")
+            let tick = Tick(id: "\(layout.topics.log):\(partition):tick:\(wallClock.millisecondsSinceEpoch)")
             unit.records.append(ProducerRecord(
                 topic: layout.foldedTopic, partition: partition, key: nil, value: RecordCodec.encode(.tick(tick)),
                 timestamp: wallClock.millisecondsSinceEpoch))
             unit.touch(at: now)
             folded[partition]?.lastTick = now
             observer?.tickWritten()
-            observer?.recordOut(topic: layout.worker.foldedTopic, count: 1)
+            observer?.recordOut(topic: layout.topics.log, count: 1)
         }
     }
 
@@ -455,8 +543,8 @@ actor FoldCore<P: UserProcessor> {
         for record in records {
             if record.topic == layout.stateTopic { stateRecords += 1 } else if record.topic == layout.historyTopic { historyRecords += 1 }
         }
-        observer?.recordOut(topic: layout.worker.stateTopic, count: stateRecords)
-        observer?.recordOut(topic: layout.worker.historyTopic, count: historyRecords)
+        observer?.recordOut(topic: layout.topics.state, count: stateRecords)
+        observer?.recordOut(topic: layout.topics.history, count: historyRecords)
         committedOffsets.merge(offsets) { _, new in new }
         unit = CommitUnit()
         encodedInUnit = [:]
@@ -490,7 +578,9 @@ actor FoldCore<P: UserProcessor> {
     func notReadyReasons() -> [String] {
         var reasons = joined ? [] : ["joining consumer group \(settings.groupId)"]
         reasons += folded.filter { $0.value.phase != .active }.keys.sorted().map { "restoring \(layout.foldedTopic)[\($0)]" }
+        reasons += carried.filter { $0.value != nil }.keys.sorted().map { "cutting \(layout.carriedTopic ?? "")[\($0)]" }
         reasons += mismatches.keys.sorted().compactMap { mismatches[$0] }
+        if let staleLayout { reasons.append(staleLayout) }
         if let fatal { reasons.append(fatal.description) }
         return reasons
     }
@@ -521,6 +611,7 @@ actor FoldCore<P: UserProcessor> {
         guard let observer else { return }
         var partitions = folded.keys.map { TopicPartition(layout.foldedTopic, $0) }
         if let ingestTopic = layout.ingestTopic { partitions += ingest.map { TopicPartition(ingestTopic, $0) } }
+        if let carriedTopic = layout.carriedTopic { partitions += carried.keys.map { TopicPartition(carriedTopic, $0) } }
         for partition in partitions {
             guard let high = consumer.cachedWatermarks(partition)?.high else { continue }
             let base = committedOffsets[partition] ?? 0

@@ -19,6 +19,9 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     public struct Restored: Sendable {
         public var states: [String: State]
         public var logTime: Timestamp?
+        /// The first cut found: a migration stopped folding this partition at that offset, so
+        /// whoever still runs this generation must not fold it.
+        public var cut: (generation: Int, committedOffset: Int64)?
         /// Changelog records read (states, positions and markers, valid or not).
         public var recordsRead: Int
         public var duration: Duration
@@ -42,7 +45,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     }
 
     /// Restores `committed.keys` (partition → committed input offset; absent means nothing
-    /// committed yet, so nothing in the changelog is valid). `markerProducer` must not be
+    /// committed yet, so only what a migration re-keyed into the partition is valid). `markerProducer` must not be
     /// transactional: the marker has to be visible on its own.
     public func restore(
         _ partitions: [Int32], committed: [Int32: Int64], markerProducer: KafkaProducer, nonce: String
@@ -104,7 +107,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         await consumer.close()
         let duration = ContinuousClock.now - started
         return builders.mapValues {
-            Restored(states: $0.states, logTime: $0.logTime, recordsRead: $0.recordsRead, duration: duration)
+            Restored(states: $0.states, logTime: $0.logTime, cut: $0.cut, recordsRead: $0.recordsRead, duration: duration)
         }
     }
 
@@ -113,6 +116,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         let committed: Int64?
         var states: [String: State] = [:]
         var logTime: Timestamp?
+        var cut: (generation: Int, committedOffset: Int64)?
         var recordsRead = 0
 
         mutating func apply(_ entry: ChangelogRecords.Entry<State>) {
@@ -123,12 +127,15 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                 if isCommitted(inputOffset) { logTime = time }
             case .marker:
                 break
+            case .cut(let generation, let offset):
+                if cut == nil { cut = (generation, offset) }
             }
         }
 
+        /// Nothing committed yet counts as offset 0: only records a migration re-keyed into this
+        /// generation (input offset -1) are valid then.
         func isCommitted(_ inputOffset: Int64) -> Bool {
-            guard let committed else { return false }
-            return inputOffset < committed
+            inputOffset < (committed ?? 0)
         }
     }
 }

@@ -1,27 +1,84 @@
 public import FleetModel
 public import Kafka
 
-/// The topics one worker reads and owns, and the start-up check that they exist and are
-/// co-partitioned (DESIGN.md principle 2).
+/// The topics one worker reads and owns in the generation it runs on, and the start-up check
+/// that they exist and are co-partitioned (DESIGN.md principle 2).
+///
+/// In generation 1 a worker folds its log (`Worker.foldedTopic`) with `<worker>.state` and
+/// `.history`, and an inbox worker's ingest stage forwards its external topic into the log. After
+/// a partition migration (`GenerationEntry`) it runs on the new generation's topics, and the
+/// previous generation's log becomes one more source whose records are carried over into the new
+/// log, ids unchanged; during the cutover it folds nothing.
 public struct TopicLayout: Sendable, Hashable {
     public var worker: Worker
     public var namespace: TopicNamespace
+    /// The worker's registry entry: which generation, and whether it is folded yet.
+    public var entry: GenerationEntry
 
-    public init(worker: Worker, namespace: TopicNamespace) {
+    public init(worker: Worker, namespace: TopicNamespace, generations: GenerationMap = GenerationMap()) {
         self.worker = worker
         self.namespace = namespace
+        self.entry = generations.entry(for: worker)
     }
 
-    /// Logical names of the topics that must share one partition count: the ingest topic (if
-    /// any), the folded log, the changelog and the history.
+    /// The logical names of the generation's log, changelog and history.
+    public var topics: GenerationTopics { worker.topics(generation: entry.generation) }
+
+    /// Whether this layout folds its log (false while a cutover waits for the re-keyed state).
+    public var folds: Bool { entry.foldGeneration != nil }
+
+    /// Logical names of the topics that must share one partition count: in generation 1 the
+    /// ingest topic (if any), the folded log, the changelog and the history; in later
+    /// generations the log, changelog and history (the ingest stage re-keys by user, and the
+    /// generation exists because the count changed).
     public var coPartitioned: [String] {
-        [worker.ingestTopic, worker.foldedTopic, worker.stateTopic, worker.historyTopic].compactMap { $0 }
+        if entry.generation <= 1 {
+            return [worker.ingestTopic, worker.foldedTopic, worker.stateTopic, worker.historyTopic].compactMap { $0 }
+        }
+        return [topics.log, topics.state, topics.history]
     }
 
-    public var foldedTopic: String { namespace.physical(worker.foldedTopic) }
+    /// Logical names of every topic the layout needs to exist.
+    public var required: [String] {
+        var names = coPartitioned
+        if entry.generation > 1, let ingest = worker.ingestTopic { names.append(ingest) }
+        if let carried = carriedLogical { names.append(carried) }
+        return names
+    }
+
+    public var foldedTopic: String { namespace.physical(topics.log) }
     public var ingestTopic: String? { worker.ingestTopic.map(namespace.physical) }
-    public var stateTopic: String { namespace.physical(worker.stateTopic) }
-    public var historyTopic: String { namespace.physical(worker.historyTopic) }
+    public var stateTopic: String { namespace.physical(topics.state) }
+    public var historyTopic: String { namespace.physical(topics.history) }
+
+    /// The previous generation's log (logical), carried over into this generation's log.
+    public var carriedLogical: String? {
+        entry.generation > 1 ? worker.topics(generation: entry.generation - 1).log : nil
+    }
+
+    /// The previous generation's log (physical).
+    public var carriedTopic: String? { carriedLogical.map(namespace.physical) }
+
+    /// The previous generation's changelog (physical), where cuts are written.
+    public var carriedStateTopic: String? {
+        entry.generation > 1 ? namespace.physical(worker.topics(generation: entry.generation - 1).state) : nil
+    }
+
+    /// What the consumer subscribes to.
+    public var subscribed: [String] {
+        var names: [String] = folds ? [foldedTopic] : []
+        if let ingestTopic { names.append(ingestTopic) }
+        if let carriedTopic { names.append(carriedTopic) }
+        return names
+    }
+
+    /// Topics whose newly assigned partitions wait paused: folded ones for their state, carried
+    /// ones for their cut.
+    public var pausedOnAssignment: Set<String> {
+        var names: Set<String> = folds ? [foldedTopic] : []
+        if let carriedTopic { names.insert(carriedTopic) }
+        return names
+    }
 
     /// Why a worker refuses to run on the topics it found.
     public struct Mismatch: Error, CustomStringConvertible, Sendable, Hashable {
@@ -31,13 +88,16 @@ public struct TopicLayout: Sendable, Hashable {
     /// The common partition count of `coPartitioned`, given the cluster's counts by physical
     /// name; throws naming every missing topic, or every topic and its count when they differ.
     public func partitionCount(in counts: [String: Int]) throws(Mismatch) -> Int {
-        let physical = coPartitioned.map { (logical: $0, physical: namespace.physical($0)) }
-        let missing = physical.filter { counts[$0.physical] == nil }.map(\.physical)
+        let missing = required.map(namespace.physical).filter { counts[$0] == nil }
         if !missing.isEmpty {
-            throw Mismatch(description: "\(worker.rawValue) refuses to start: missing topic(s) \(missing.joined(separator: ", ")) (create them with `fleetctl topics create`)")
+            let hint = entry.generation > 1
+                ? "(generation \(entry.generation): `fleetctl partitions migrate --worker \(worker.rawValue)` creates them)"
+                : "(create them with `fleetctl topics create`)"
+            throw Mismatch(description: "\(worker.rawValue) refuses to start: missing topic(s) \(missing.joined(separator: ", ")) \(hint)")
         }
-        let listing = physical.map { "\($0.physical)=\(counts[$0.physical] ?? 0)" }
-        let distinct = Set(physical.compactMap { counts[$0.physical] })
+        let physical = coPartitioned.map(namespace.physical)
+        let listing = physical.map { "\($0)=\(counts[$0] ?? 0)" }
+        let distinct = Set(physical.compactMap { counts[$0] })
         guard distinct.count == 1, let count = distinct.first else {
             throw Mismatch(description: "\(worker.rawValue) refuses to start: topics are not co-partitioned: \(listing.joined(separator: ", "))")
         }

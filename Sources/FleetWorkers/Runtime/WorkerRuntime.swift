@@ -36,8 +36,40 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         self.logger = logger
     }
 
+    /// Runs until graceful shutdown (or a fatal error). When a partition migration changes the
+    /// worker's own generation (`GenerationRegistry`), the runtime on the old topics ends the way
+    /// a graceful shutdown does — last unit committed, group left — and a new one starts on the
+    /// registry's current layout, in the same process.
     public func run() async throws {
-        let layout = TopicLayout(worker: settings.worker, namespace: settings.topics)
+        var generations = try await GenerationRegistry.read(configuration: settings.producerConfiguration, namespace: settings.topics)
+        while true {
+            switch try await run(on: generations) {
+            case .stopped:
+                return
+            case .generationChanged(let current, let reason):
+                logger.notice("restarting on a new topic generation", metadata: [
+                    "reason": "\(reason)", "generation": "\(current.entry(for: settings.worker).generation)",
+                    "phase": "\(current.entry(for: settings.worker).phase.rawValue)",
+                ])
+                generations = current
+            }
+        }
+    }
+
+    /// How one run on one layout ended.
+    private enum RunEnd {
+        case stopped
+        case generationChanged(GenerationMap, reason: String)
+    }
+
+    /// Thrown by the housekeeping loop to end a run whose layout is out of date.
+    private struct GenerationChanged: Error {
+        var map: GenerationMap
+        var reason: String
+    }
+
+    private func run(on generations: GenerationMap) async throws -> RunEnd {
+        let layout = TopicLayout(worker: settings.worker, namespace: settings.topics, generations: generations)
         // One admin client for the start-up check and the running partition-count checks.
         let admin = try KafkaAdmin(configuration: settings.producerConfiguration)
         let partitionCount = try await checkTopics(layout, admin: admin)
@@ -54,14 +86,14 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         let (requests, requestSink) = AsyncStream.makeStream(of: FoldCore<P>.RestoreRequest.self)
         let core = FoldCore(
             processor: processor, layout: layout, settings: settings, consumer: consumer, producer: producer,
-            observer: observer, health: health, logger: logger, restoreRequests: requestSink, partitionCount: partitionCount)
+            observer: observer, health: health, logger: logger, restoreRequests: requestSink, partitionCount: partitionCount,
+            generations: generations)
         let lock = AsyncLock()
         let observer = self.observer
         let logger = self.logger
 
-        var topics = [layout.foldedTopic]
-        if let ingest = layout.ingestTopic { topics.append(ingest) }
-        try consumer.subscribe(topics: topics, pausingOnAssignment: [layout.foldedTopic]) { event in
+        let topics = layout.subscribed
+        try consumer.subscribe(topics: topics, pausingOnAssignment: layout.pausedOnAssignment) { event in
             // On the consumer's poll thread, before the change applies.
             switch event.kind {
             case .assigned: observer?.rebalance(kind: .assigned)
@@ -88,18 +120,20 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         logger.info("worker started", metadata: [
             "topics": "\(topics.joined(separator: ","))", "group": "\(settings.groupId)",
             "guarantee": "\(settings.guarantee.rawValue)", "partitions": "\(partitionCount)",
+            "generation": "\(layout.entry.generation)", "phase": "\(layout.entry.phase.rawValue)",
         ])
 
         let restorer = StateRestorer<P.State>(
             consumerConfiguration: settings.restoreConsumerConfiguration, stateTopic: layout.stateTopic, logger: logger)
         var failure: (any Error)?
+        var changed: GenerationChanged?
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     try await consume(consumer: consumer, core: core, lock: lock)
                 }
                 group.addTask {
-                    try await housekeeping(core: core, lock: lock, layout: layout, admin: admin)
+                    try await housekeeping(core: core, lock: lock, layout: layout, admin: admin, generations: generations)
                 }
                 group.addTask {
                     await restoreLoop(
@@ -110,6 +144,8 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 try await group.next()
                 group.cancelAll()
             }
+        } catch let change as GenerationChanged {
+            changed = change
         } catch {
             failure = error
         }
@@ -125,6 +161,8 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         if let failure {
             health.fail("\(failure)")
             logger.error("worker stopped", metadata: ["error": "\(failure)"])
+        } else if changed != nil {
+            logger.info("leaving this generation's layout: last unit committed, leaving the group")
         } else {
             logger.info("shutting down: last unit committed, leaving the group")
         }
@@ -133,11 +171,13 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         await producer.close()
         if markerProducer !== producer { await markerProducer.close() }
         if let failure { throw failure }
+        if let changed { return .generationChanged(changed.map, reason: changed.reason) }
+        return .stopped
     }
 
     /// Start-up check (principle 2): the worker's topics exist and share one partition count.
     private func checkTopics(_ layout: TopicLayout, admin: KafkaAdmin) async throws -> Int {
-        let counts = try await admin.partitionCounts(topics: layout.coPartitioned.map(settings.topics.physical))
+        let counts = try await admin.partitionCounts(topics: layout.required.map(settings.topics.physical))
         do {
             return try layout.partitionCount(in: counts)
         } catch {
@@ -156,8 +196,13 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         }
     }
 
-    /// Commits units that stopped growing, writes ticks, re-checks partition counts, reports lag.
-    private func housekeeping(core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout, admin: KafkaAdmin) async throws {
+    /// Commits units that stopped growing, writes ticks, re-checks partition counts and the
+    /// generation registry, reports lag. Ends the run (throwing `GenerationChanged`) when the
+    /// worker's own generation entry changed or a partition it would fold was cut.
+    private func housekeeping(
+        core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout, admin: KafkaAdmin, generations: GenerationMap
+    ) async throws {
+        var generations = generations
         var step = settings.commitInterval / 2
         if let tick = settings.tickInterval { step = min(step, tick / 2) }
         step = max(step, .milliseconds(5))
@@ -179,8 +224,36 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 lastLagReport = now
                 await core.reportLag()
             }
+            if let stale = await core.staleLayout {
+                let current = (try? await GenerationRegistry.read(
+                    configuration: settings.producerConfiguration, namespace: settings.topics)) ?? generations
+                throw GenerationChanged(map: current, reason: stale)
+            }
             if now - lastMetadataCheck >= settings.metadataCheckInterval {
                 lastMetadataCheck = now
+                do {
+                    let current = try await GenerationRegistry.read(
+                        configuration: settings.producerConfiguration, namespace: settings.topics)
+                    if current.entry(for: settings.worker) != layout.entry {
+                        throw GenerationChanged(map: current, reason: "the registry moved \(settings.worker.rawValue) to generation \(current.entry(for: settings.worker).generation) (\(current.entry(for: settings.worker).phase.rawValue))")
+                    }
+                    if current != generations {
+                        // Another worker's inbox moved: commit what was routed the old way, then
+                        // route the next unit the new way.
+                        try await lock.withLock {
+                            try await core.commit()
+                            await core.route(current)
+                        }
+                        logger.notice("inbox routes changed", metadata: ["routes": "\(current.entries.values.map { "\($0.worker.rawValue)=g\($0.writeGeneration)" }.sorted())"])
+                        generations = current
+                    }
+                } catch let change as GenerationChanged {
+                    throw change
+                } catch let stopped as WorkerStopped {
+                    throw stopped
+                } catch {
+                    logger.warning("generation registry check failed", metadata: ["error": "\(error)"])
+                }
                 do {
                     let counts = try await admin.partitionCounts(topics: layout.coPartitioned.map(settings.topics.physical))
                     await core.checkPartitionCounts(counts)
@@ -201,6 +274,10 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         for await request in requests {
             let partitions = request.partitions.keys.sorted()
             do {
+                if !request.carried.isEmpty {
+                    try await startCarrying(request, consumer: consumer, markerProducer: markerProducer, core: core, lock: lock, layout: layout)
+                }
+                guard !request.partitions.isEmpty else { continue }
                 let physical = partitions.map { TopicPartition(layout.foldedTopic, $0) }
                 let committedByTopic = try await consumer.committed(physical)
                 var committed: [Int32: Int64] = [:]
@@ -219,6 +296,31 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 await core.retryRestore(request)
             }
         }
+    }
+
+    /// Carried partitions start at their committed offsets. During a cutover each first gets
+    /// a cut in the previous generation's changelog naming that offset: where the old fold
+    /// stopped, for the migration to re-key exactly the committed states, and a stop sign for
+    /// any member still on the old generation.
+    private func startCarrying(
+        _ request: FoldCore<P>.RestoreRequest, consumer: KafkaConsumer, markerProducer: KafkaProducer,
+        core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout
+    ) async throws {
+        guard let carriedTopic = layout.carriedTopic, let cutTopic = layout.carriedStateTopic else { return }
+        let physical = request.carried.keys.sorted().map { TopicPartition(carriedTopic, $0) }
+        let committedByTopic = try await consumer.committed(physical)
+        var committed: [Int32: Int64] = [:]
+        for (partition, offset) in committedByTopic { committed[partition.partition] = offset }
+        if layout.entry.phase == .cutover {
+            let cuts = request.carried.keys.sorted().map {
+                ChangelogRecords.cut(generation: layout.entry.generation, committedOffset: committed[$0] ?? 0, topic: cutTopic, partition: $0)
+            }
+            _ = try await markerProducer.send(cuts)
+            logger.info("cut the previous generation", metadata: [
+                "partitions": "\(request.carried.keys.sorted())", "committed": "\(committed.sorted { $0.key < $1.key })",
+            ])
+        }
+        await lock.withLock { await core.finishCarry(committed: committed, request: request) }
     }
 }
 

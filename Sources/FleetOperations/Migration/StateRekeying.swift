@@ -1,0 +1,121 @@
+import Foundation
+public import FleetModel
+public import FleetWorkers
+public import Kafka
+
+/// The pure part of a partition migration: from the previous generation's changelog and
+/// history, what the new generation's changelog and history must hold.
+///
+/// The old fold of partition `p` stopped at its first cut's committed offset `c`. So, exactly
+/// as a restore would (`StateRestorer`), a user's state is the last state record of the user
+/// whose input offset is below `c`, and the partition's log time the last such position record.
+/// Users move to the partition murmur2 gives them under the new count, with input offset -1
+/// (valid before any input of the new generation). Every new partition starts at the latest log
+/// time of any old partition: log time never goes backwards for any user, and no timer a user
+/// had is lost (the timers are rebuilt from the states' wake-ups).
+public enum StateRekeying {
+    /// The first cut for `generation` per partition of the old changelog.
+    public static func cuts(in changelog: [KafkaMessage], generation: Int) -> [Int32: Int64] {
+        var cuts: [Int32: Int64] = [:]
+        for message in changelog.sorted(by: { ($0.partition, $0.offset) < ($1.partition, $1.offset) })
+        where kind(of: message) == ChangelogRecords.Kind.cut.rawValue && cuts[message.partition] == nil {
+            if case .cut(let cutGeneration, let offset)? = try? ChangelogRecords.entry(of: message, as: Ignored.self),
+               cutGeneration == generation {
+                cuts[message.partition] = offset
+            }
+        }
+        return cuts
+    }
+
+    /// What the old changelog says every user's committed state is at the cuts, and the latest
+    /// log time of any partition.
+    public static func committedStates<State: Codable & Sendable>(
+        in changelog: [KafkaMessage], cuts: [Int32: Int64], as _: State.Type
+    ) throws -> (states: [String: State], logTime: Timestamp?) {
+        var states: [String: State] = [:]
+        var logTime: Timestamp?
+        for message in changelog.sorted(by: { ($0.partition, $0.offset) < ($1.partition, $1.offset) }) {
+            guard let cut = cuts[message.partition] else {
+                throw RekeyError(description: "partition \(message.partition) of \(message.topic) has no cut")
+            }
+            switch try ChangelogRecords.entry(of: message, as: State.self) {
+            case .state(let user, let inputOffset, let state):
+                if inputOffset < cut { states[user] = state }
+            case .position(let inputOffset, let time):
+                if inputOffset < cut { logTime = max(logTime ?? time, time) }
+            case .marker, .cut:
+                break
+            }
+        }
+        return (states, logTime)
+    }
+
+    /// The new generation's changelog records: one state per user on its new partition, and a
+    /// position per new partition, all at input offset -1. Users in id order, so a repeated
+    /// migration step writes the same records in the same order.
+    public static func changelogRecords<State: Encodable>(
+        states: [String: State], logTime: Timestamp?, partitions: Int, topic physical: String
+    ) throws -> [ProducerRecord] {
+        var records: [ProducerRecord] = []
+        for user in states.keys.sorted() {
+            guard let state = states[user] else { continue }
+            records.append(ChangelogRecords.state(
+                userId: user, stateJSON: try StateCoding.encode(state), inputOffset: ChangelogRecords.migratedInputOffset,
+                topic: physical, partition: KeyPartitioner.partition(forKey: user, partitions: partitions)))
+        }
+        if let logTime {
+            for partition in 0..<Int32(partitions) {
+                records.append(ChangelogRecords.position(
+                    logTime: logTime, inputOffset: ChangelogRecords.migratedInputOffset, topic: physical, partition: partition))
+            }
+        }
+        return records
+    }
+
+    /// The header naming where a copied history record came from (`topic:partition:offset`,
+    /// logical), so a resumed copy skips what an interrupted one already wrote.
+    public static let copiedFromHeader = "fleet-copied-from"
+
+    /// Copies of the old history's records, keyed by user onto the new partitions, except those
+    /// of attempts past the cut (never committed) and those already copied.
+    public static func historyCopies(
+        of history: [KafkaMessage], cuts: [Int32: Int64],
+        alreadyCopied: Set<String>, partitions: Int, topic physical: String
+    ) -> [ProducerRecord] {
+        var copies: [ProducerRecord] = []
+        for message in history.sorted(by: { ($0.partition, $0.offset) < ($1.partition, $1.offset) }) {
+            let origin = "\(message.topic):\(message.partition):\(message.offset)"
+            guard !alreadyCopied.contains(origin), let key = message.key, let value = message.value else { continue }
+            // History partition p holds the changes of log partition p (co-partitioned).
+            if let inputOffset = inputOffset(of: value), let cut = cuts[message.partition], inputOffset >= cut {
+                continue
+            }
+            copies.append(ProducerRecord(
+                topic: physical, partition: KeyPartitioner.partition(forKey: key, partitions: Int32(partitions)),
+                key: key, value: value, headers: message.headers + [KafkaHeader(copiedFromHeader, origin)],
+                timestamp: message.timestamp))
+        }
+        return copies
+    }
+
+    /// Origins of the history copies already in the new history.
+    public static func copiedOrigins(in history: [KafkaMessage]) -> Set<String> {
+        Set(history.compactMap { $0.header(copiedFromHeader).map { String(decoding: $0, as: UTF8.self) } })
+    }
+
+    public struct RekeyError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    private static func kind(of message: KafkaMessage) -> String? {
+        message.header(ChangelogRecords.kindHeader).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    private static func inputOffset(of value: [UInt8]) -> Int64? {
+        struct Envelope: Decodable { var input_offset: Int64 }
+        return try? JSONDecoder().decode(Envelope.self, from: Data(value)).input_offset
+    }
+
+    /// A state type for reading records whose state is not needed (cuts).
+    private struct Ignored: Codable, Sendable {}
+}

@@ -1,0 +1,66 @@
+import ArgumentParser
+import FleetModel
+import FleetOperations
+import Foundation
+
+/// Partition counts: the one change workers refuse to take in place.
+struct PartitionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "partitions",
+        abstract: "Change a worker's partition count safely.",
+        subcommands: [Migrate.self])
+
+    struct Migrate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Move a worker to a new generation of its topics with N partitions, losing and repeating nothing.",
+            discussion: """
+                Workers refuse to run on a changed partition count (users would land away from their \
+                state), so the count changes by moving the worker to a new generation of its log, \
+                changelog and history (`<topic>.g<N>`). Steps:
+
+                  1. create   the new generation's topics with N partitions
+                  2. cutover  announce it in fleet.generations; the running worker stops folding the old \
+                log, records where it stopped (a cut per partition) and carries the old log over into the new \
+                one; producers keep writing into the old log
+                  3. drain    wait until every old partition has its cut
+                  4. re-key   each user's committed state goes to its new partition; the history is copied
+                  5. activate the worker folds the new log; producers switch to it
+                  6. verify   new topics co-partitioned, every state re-keyed, the worker commits on the new log
+
+                The worker must be running (its instances do steps 2 and 5 themselves, within \
+                FLEET_METADATA_CHECK_INTERVAL_MS). Interrupted at any point, run the same command again: \
+                each step checks whether it is done. --dry-run prints the plan and what is done. Only \
+                workers that own their log can migrate: delivery-worker and reminder-worker.
+                """)
+
+        @OptionGroup var connection: TopicsCommand.Connection
+        @Option(help: "The worker to migrate: delivery-worker or reminder-worker.") var worker: String
+        @Option(help: "The new partition count.") var to: Int
+        @Option(help: "The worker's consumer group (default: $FLEET_GROUP_ID, else topic prefix + worker name, as the workers do).")
+        var group: String?
+        @Option(help: "Seconds to wait for the cuts, and for the worker to fold the new generation.") var waitTimeout: Int = 600
+        @Option(help: "Replication factor of the new topics (-1: the broker's default).") var replicationFactor: Int32 = -1
+        @Flag(help: "Print the plan and what is already done; change nothing.") var dryRun = false
+
+        func run() async throws {
+            guard let worker = Worker(rawValue: worker) else {
+                throw ValidationError("unknown worker '\(self.worker)': one of \(Worker.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            let environment = ProcessInfo.processInfo.environment
+            let groupId = group ?? environment["FLEET_GROUP_ID"] ?? connection.namespace.prefix + worker.rawValue
+            let migration = PartitionMigration(
+                worker: worker, partitions: to, configuration: try connection.kafkaConfiguration(), namespace: connection.namespace,
+                groupId: groupId, replicationFactor: replicationFactor, waitTimeout: .seconds(waitTimeout))
+            do {
+                if dryRun {
+                    print(try await migration.plan())
+                    return
+                }
+                try await migration.run { line in print(line) }
+                print("migration complete")
+            } catch let error as PartitionMigration.MigrationError {
+                throw ValidationError(error.description)
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import FleetModel
+import FleetTestSupport
+import FleetWorkers
+import Foundation
+import Kafka
+import Synchronization
+import Testing
+
+/// `fleetctl partitions migrate` (DESIGN.md "Operating it"): the delivery worker moves from 4 to
+/// 8 partitions in the middle of steady traffic, with all five worker executables running and
+/// the runbook's command line. Compared with a run of the same traffic that never migrated:
+/// every intent's decision and every delivery are the same (so budgets and quiet state moved
+/// with their users), nothing is lost or repeated, and afterwards the delivery worker folds the
+/// new generation and the producers write into it.
+///
+/// The traffic is the crash-equivalence traffic (`CrashTraffic`: waves with one timestamp, one
+/// writer per inbox partition per wave), which makes the fleet's output a function of its input
+/// on any partition count that refines the original one (murmur2 mod 8 refines mod 4).
+@Suite("Partition migration", .enabled(if: FleetHarness.brokerAvailable), .serialized)
+struct PartitionMigrationTests {
+    static let before: Int32 = 4
+    static let after = 8
+
+    @Test("4 → 8 partitions mid-traffic: same decisions and deliveries as a run that never migrated (P-BUD-1, P-DND-1, P-IDEM-1)",
+          .timeLimit(.minutes(6)))
+    func migrateMidTraffic() async throws {
+        let traffic = CrashTraffic.make(seed: 0x5EED_3167, partitions: Self.before, usersPerPartition: 8, waveCount: 7)
+        print("partition migration: \(traffic.users.count) users, \(traffic.waves.count) waves, \(traffic.recordCount) input records")
+        let reference = try await CrashRun.run(traffic, guarantee: .atLeastOnce, killerSeed: nil)
+        print(reference.summary)
+
+        let newLog = Worker.delivery.topics(generation: 2).log
+        let migrationOutput = MigrationOutput()
+        let intervention = CrashRun.Intervention(
+            name: "migrated 4 → 8", afterWave: 3,
+            overrides: ["FLEET_METADATA_CHECK_INTERVAL_MS": "1000"],
+            generationInboxes: [newLog: (Int32(Self.after), .delivery)]
+        ) { fleet in
+            // The runbook's command (docs/operations.md, "Changing a partition count").
+            let result = try Self.fleetctl(
+                ["partitions", "migrate", "--worker", "delivery-worker", "--to", String(Self.after), "--wait-timeout", "240"],
+                environment: fleet.environment(for: .delivery))
+            migrationOutput.set(result)
+            // Producers re-read the registry every FLEET_METADATA_CHECK_INTERVAL_MS.
+            try await Task.sleep(for: .seconds(3))
+        }
+        let migrated = try await CrashRun.run(traffic, guarantee: .atLeastOnce, killerSeed: nil, intervention: intervention)
+        print(migrated.summary)
+        let (status, output) = migrationOutput.value
+        print("fleetctl partitions migrate (exit \(status)):\n\(output)")
+        #expect(status == 0)
+        #expect(output.contains("migration complete"))
+        #expect(output.contains("runs on generation 2"))
+        // Producers switched: the closing wave (after the migration) went into the new log
+        // only; the delivery worker folded it there (every intent decided, checked below).
+        let closing = try #require(traffic.waves.last).time
+        let latest = migrated.snapshot.inboxLatest
+        #expect((latest[Topics.deliveryInbox] ?? closing) < closing, "records reached the old log after the migration: \(latest)")
+        #expect(latest[newLog] == closing, "the closing wave is not in \(newLog): \(latest)")
+
+        for run in [reference, migrated] {
+            #expect(run.snapshot.conflicts.isEmpty, "\(run.name): ids with different bytes, e.g. \(run.snapshot.conflicts.prefix(5))")
+            #expect(run.snapshot.deadLetters == 0, "\(run.name): dead letters")
+            let undecided = run.snapshot.intentIds.subtracting(run.snapshot.decidedIntentIds)
+            #expect(undecided.isEmpty, "\(run.name): intents without a decision, e.g. \(undecided.sorted().prefix(5))")
+            let overBudget = try CrashEquivalenceTests.budgetViolations(run.snapshot, traffic: traffic)
+            #expect(overBudget.isEmpty, "\(run.name): over the daily budget (P-BUD-1), e.g. \(overBudget.prefix(5))")
+        }
+        #expect(reference.snapshot.budgetSuppressions > 0, "the traffic must exhaust some daily budgets")
+
+        // Nothing lost or repeated: the same intents, each decided once, the same way.
+        let expected = DecisionDigest(reference.snapshot)
+        let observed = DecisionDigest(migrated.snapshot)
+        #expect(expected.intents == observed.intents, "intents differ: only before \(expected.intents.subtracting(observed.intents).prefix(5)), only after \(observed.intents.subtracting(expected.intents).prefix(5))")
+        let changed = expected.decisions.filter { observed.decisions[$0.key] != $0.value }.keys.sorted()
+        #expect(changed.isEmpty, "decisions differ, e.g. \(changed.prefix(3).map { "\($0): \(expected.decisions[$0] ?? []) vs \(observed.decisions[$0] ?? [])" })")
+        #expect(expected.deliveries == observed.deliveries,
+                "deliveries differ: only without migration \(expected.deliveries.subtracting(observed.deliveries).prefix(3)), only with \(observed.deliveries.subtracting(expected.deliveries).prefix(3))")
+    }
+
+    /// Runs `fleetctl` with `arguments`; returns its exit status and output.
+    static func fleetctl(_ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = try ShutdownTests.executable("fleetctl")
+        process.arguments = arguments
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// The migration command's result, handed from its task to the test.
+private final class MigrationOutput: Sendable {
+    private let stored = Mutex<(Int32, String)>((-1, "fleetctl did not run"))
+    func set(_ value: (Int32, String)) { stored.withLock { $0 = value } }
+    var value: (Int32, String) { stored.withLock { $0 } }
+}
+
+/// What users got, independent of the ids timers take: the ids of outputs fired by a timer come
+/// from the record whose time fired it, which is another user's on a partition shared
+/// differently after the migration. Per intent its decisions (a deferral, then the final one) as
+/// outcome, reason, rule and until; deliveries by user, time and content.
+private struct DecisionDigest {
+    var intents: Set<String> = []
+    var decisions: [String: [String]] = [:]
+    var deliveries: Set<String> = []
+
+    init(_ snapshot: FleetRecorder.Snapshot) {
+        intents = snapshot.intentIds
+        let deliveredAt = Dictionary(snapshot.deliveries.map { ($0.id, $0.timestamp) }) { first, _ in first }
+        for (key, bytes) in snapshot.records {
+            let topic = String(key.prefix { $0 != " " })
+            guard let record = try? RecordCodec.decode(bytes, topic: topic) else { continue }
+            switch record {
+            case .decision(let decision):
+                decisions[decision.intentId, default: []].append(
+                    "\(decision.outcome.rawValue) \(decision.reason ?? "-") \(decision.rule) \(decision.until?.description ?? "-")")
+            case .delivery(let delivery):
+                deliveries.insert("\(delivery.userId) \(deliveredAt[delivery.id]?.description ?? "?") \(delivery.notification) \(delivery.channel) \(delivery.title) | \(delivery.body) | \(delivery.mergedIntents.sorted())")
+            default:
+                break
+            }
+        }
+        decisions = decisions.mapValues { $0.sorted() }
+    }
+}
