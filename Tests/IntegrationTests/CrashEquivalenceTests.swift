@@ -139,16 +139,19 @@ struct CrashRun {
     static let slots: [WorkerProcesses.Slot] = Worker.allCases.map { WorkerProcesses.Slot(worker: $0, instance: 0) }
 
     /// Something a run does besides the traffic (a partition migration): started after wave
-    /// `afterWave` completed and awaited before the closing wave is produced; the waves in
-    /// between go on meanwhile. `generationInboxes` are the later-generation logs it brings (logical name →
+    /// `afterWave` completed and awaited before wave `completeBeforeWave` is produced; the
+    /// waves in between go on meanwhile. `generationInboxes` are the later-generation logs it brings (logical name →
     /// partitions and worker), read and checked like the inboxes.
     struct Intervention: Sendable {
         var name: String
         var afterWave: Int
+        var completeBeforeWave: Int
         var overrides: [String: String] = [:]
         var generationInboxes: [String: (partitions: Int32, worker: Worker)] = [:]
         var waveTimeout: Duration = .seconds(120)
         var action: @Sendable (FleetHarness) async throws -> Void
+        /// Awaited after `action` started, before the next wave: until the intervention is under way.
+        var underWay: @Sendable (FleetHarness) async throws -> Void = { _ in }
     }
 
     static func run(
@@ -196,8 +199,8 @@ struct CrashRun {
         do {
             let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
             for wave in traffic.waves {
-                if wave.index == traffic.waves.count - 1 {
-                    // The closing wave comes after the intervention, so a test can tell what it changed.
+                if wave.index == intervention?.completeBeforeWave {
+                    // Later waves come after the intervention, so a test can tell what it changed.
                     try await intervening?.value
                 }
                 let waveStarted = ContinuousClock.now
@@ -221,6 +224,7 @@ struct CrashRun {
                 if let intervention, intervention.afterWave == wave.index {
                     progress.generationInboxes = intervention.generationInboxes
                     intervening = Task { try await intervention.action(fleet) }
+                    try await intervention.underWay(fleet)
                 }
                 // A kill may come after the wave completed (it then lands between waves); every
                 // slot runs again before the next wave.

@@ -1,6 +1,7 @@
 import FleetModel
 import FleetTestSupport
 import FleetWorkers
+import FleetOperations
 import Foundation
 import Kafka
 import Synchronization
@@ -32,7 +33,7 @@ struct PartitionMigrationTests {
         let newLog = Worker.delivery.topics(generation: 2).log
         let migrationOutput = MigrationOutput()
         let intervention = CrashRun.Intervention(
-            name: "migrated 4 → 8", afterWave: 3,
+            name: "migrated 4 → 8", afterWave: 3, completeBeforeWave: 6,
             overrides: ["FLEET_METADATA_CHECK_INTERVAL_MS": "1000"],
             generationInboxes: [newLog: (Int32(Self.after), .delivery)]
         ) { fleet in
@@ -43,6 +44,16 @@ struct PartitionMigrationTests {
             migrationOutput.set(result)
             // Producers re-read the registry every FLEET_METADATA_CHECK_INTERVAL_MS.
             try await Task.sleep(for: .seconds(3))
+        } underWay: { fleet in
+            // The next wave goes out once the delivery worker has cut the old log: it is written
+            // into the old log by every producer and carried over into the new one while the
+            // migration re-keys the state.
+            let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace)
+            let deadline = ContinuousClock.now + .seconds(90)
+            while StateRekeying.cuts(in: try await reader.read([Worker.delivery.stateTopic]), generation: 2).count < Int(Self.before) {
+                guard ContinuousClock.now < deadline else { throw CrashRun.WaveFailure(description: "the old log was not cut") }
+                try await Task.sleep(for: .milliseconds(500))
+            }
         }
         let migrated = try await CrashRun.run(traffic, guarantee: .atLeastOnce, killerSeed: nil, intervention: intervention)
         print(migrated.summary)
@@ -51,12 +62,16 @@ struct PartitionMigrationTests {
         #expect(status == 0)
         #expect(output.contains("migration complete"))
         #expect(output.contains("runs on generation 2"))
-        // Producers switched: the closing wave (after the migration) went into the new log
-        // only; the delivery worker folded it there (every intent decided, checked below).
-        let closing = try #require(traffic.waves.last).time
+        // Producers switched: waves 6 and later (after the migration; upstream workers' intents
+        // and forwarded activity) went into the new log only, and the delivery worker folded
+        // them there (every intent decided, checked below).
+        let switched = traffic.waves[6].time
         let latest = migrated.snapshot.inboxLatest
-        #expect((latest[Topics.deliveryInbox] ?? closing) < closing, "records reached the old log after the migration: \(latest)")
-        #expect(latest[newLog] == closing, "the closing wave is not in \(newLog): \(latest)")
+        #expect((latest[Topics.deliveryInbox] ?? switched) < switched, "records reached the old log after the migration: \(latest)")
+        #expect(latest[newLog] == traffic.waves.last?.time, "the last wave is not in \(newLog): \(latest)")
+        #expect((migrated.snapshot.copies[Topics.deliveryInbox] ?? 0) > 0, "no record was carried over from the old log")
+        let lateSources = Set(traffic.waves[6...].flatMap(\.sources))
+        #expect(lateSources.count > 2, "waves after the migration come from several producers: \(lateSources)")
 
         for run in [reference, migrated] {
             #expect(run.snapshot.conflicts.isEmpty, "\(run.name): ids with different bytes, e.g. \(run.snapshot.conflicts.prefix(5))")
