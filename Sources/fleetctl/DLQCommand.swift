@@ -22,7 +22,8 @@ struct DLQCommand: AsyncParsableCommand {
               # code or config fixed and deployed:
               fleetctl dlq redrive --topic rin.app.activity --id rin.app.activity:3:1812
               # or the data was wrong: save a corrected value and send it instead
-              fleetctl dlq redrive --topic rin.app.activity --id rin.app.activity:3:1812 --value-file fixed.json
+              fleetctl dlq redrive --topic rin.app.activity --id rin.app.activity:3:1812 \\
+                  --value-file fixed.json
             """,
         subcommands: [List.self, Show.self, Redrive.self])
 

@@ -45,7 +45,7 @@ public struct DeadLetter: Hashable, Sendable {
         return parsed
     }
 
-    /// `user_id` and `type` of the value when it has them, for the table.
+    /// `user_id` (else the key) and `type` of the value when it has them, for the table.
     public var userId: String? { json?["user_id"]?.stringValue ?? keyText }
     public var type: String? { json?["type"]?.stringValue }
 }
