@@ -25,21 +25,53 @@ public enum KafkaRecords {
 
     /// The ingest stage's copy of an external record for its worker's inbox: same key, value and
     /// timestamp, plus the source coordinates (DESIGN.md principle 3). Validation happened before.
+    /// A redriven record keeps the coordinates it was dead-lettered at (see `origin(of:)`), so
+    /// the inbox folds it with the ids it would have had.
     public static func forward(_ message: KafkaMessage, to inbox: String, in namespace: TopicNamespace) -> ProducerRecord {
         ProducerRecord(
             topic: namespace.physical(inbox), key: message.key, value: message.value,
-            headers: provenanceHeaders(coordinates(message)), timestamp: message.timestamp)
+            headers: provenanceHeaders(origin(of: message).coordinates) + redriveTrace(message), timestamp: message.timestamp)
     }
 
     /// The identity a folded record's ids derive from: its provenance headers when a fleet
     /// worker wrote it, else where it was read.
+    ///
+    /// Provenance headers are believed only where they cannot be forged from outside the fleet:
+    /// on an inbox, which only fleet workers write, and on any other topic only for a redrive
+    /// (`fleetctl dlq redrive`: the `redriven-from` header) naming an earlier position of the
+    /// topic it was read from. An external producer can therefore at most make its record take
+    /// the ids of another record of a topic it already writes to, never those of another topic
+    /// or of a fleet worker's output.
     public static func origin(of message: KafkaMessage) -> (coordinates: SourceCoordinates, index: Int?) {
+        guard let claimed = provenance(of: message) else { return (coordinates(message), nil) }
+        if inboxes.contains(message.topic) { return claimed }
+        let coordinates = claimed.coordinates
+        guard message.header(Header.redrivenFrom) != nil, claimed.index == nil, coordinates.topic == message.topic,
+              coordinates.partition != message.partition || coordinates.offset < message.offset
+        else { return (Self.coordinates(message), nil) }
+        return claimed
+    }
+
+    /// The provenance headers of `message`, if it has all three coordinates.
+    private static func provenance(of message: KafkaMessage) -> (coordinates: SourceCoordinates, index: Int?)? {
         guard let topic = message.header(Header.sourceTopic).map({ String(decoding: $0, as: UTF8.self) }),
               let partition = message.header(Header.sourcePartition).flatMap({ Int32(String(decoding: $0, as: UTF8.self)) }),
               let offset = message.header(Header.sourceOffset).flatMap({ Int64(String(decoding: $0, as: UTF8.self)) })
-        else { return (coordinates(message), nil) }
+        else { return nil }
         let index = message.header(Header.sourceIndex).flatMap { Int(String(decoding: $0, as: UTF8.self)) }
         return (SourceCoordinates(topic: topic, partition: partition, offset: offset), index)
+    }
+
+    /// The topics only fleet workers write (ingest stages, upstream workers, ticks, redrives):
+    /// their provenance headers are trusted as they are.
+    public static let inboxes: Set<String> = [Topics.deliveryInbox, Topics.reminderInbox]
+
+    /// The headers of a redriven copy of a dead letter (`fleetctl dlq redrive`): the identity
+    /// the dead-lettered record had (its `source-*` headers in the DLQ) and the dead letter's own
+    /// coordinates (`topic.dlq:partition:offset`), which mark the copy as a redrive.
+    public static func redriveHeaders(origin: SourceCoordinates, index: Int?, redrivenFrom: String) -> [KafkaHeader] {
+        provenanceHeaders(origin) + (index.map { [KafkaHeader(Header.sourceIndex, String($0))] } ?? [])
+            + [KafkaHeader(Header.redrivenFrom, redrivenFrom)]
     }
 
     /// Header names for provenance and dead letters.
@@ -49,6 +81,13 @@ public enum KafkaRecords {
         public static let sourcePartition = "source-partition"
         public static let sourceOffset = "source-offset"
         public static let sourceIndex = "source-index"
+        /// On a redriven copy: the coordinates of the dead letter it was made from.
+        public static let redrivenFrom = "redriven-from"
+    }
+
+    /// The `redriven-from` header of `message`, if any, to carry along with it.
+    private static func redriveTrace(_ message: KafkaMessage) -> [KafkaHeader] {
+        message.header(Header.redrivenFrom).map { [KafkaHeader(Header.redrivenFrom, $0)] } ?? []
     }
 
     private static func provenanceHeaders(_ source: SourceCoordinates) -> [KafkaHeader] {
@@ -61,10 +100,18 @@ public enum KafkaRecords {
 
     /// The dead-letter copy of `message`: original key and value, and headers naming the error
     /// and where the record came from (DESIGN.md principle 7).
+    ///
+    /// "Where it came from" is the record's origin, the identity its ids derive from: where it
+    /// was read, except for a record carrying trusted provenance (see `origin(of:)`), such as a
+    /// redriven copy, which names its original coordinates (and `source-index`, if any). So a
+    /// record keeps one identity however often it fails and is redriven.
     public static func deadLetter(_ message: KafkaMessage, error: RecordError, in namespace: TopicNamespace) -> ProducerRecord {
-        ProducerRecord(
+        let origin = origin(of: message)
+        let index = origin.index.map { [KafkaHeader(Header.sourceIndex, String($0))] } ?? []
+        return ProducerRecord(
             topic: namespace.physical(Topics.deadLetter(of: message.topic)), key: message.key, value: message.value,
-            headers: [KafkaHeader(Header.error, error.message)] + provenanceHeaders(coordinates(message)),
+            headers: [KafkaHeader(Header.error, error.message)] + provenanceHeaders(origin.coordinates) + index
+                + redriveTrace(message),
             timestamp: message.timestamp)
     }
 

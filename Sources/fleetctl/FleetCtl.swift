@@ -5,7 +5,10 @@ import ArgumentParser
 struct FleetCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fleetctl",
-        abstract: "Operate the retention notification fleet: topics, simulation, replay.",
-        subcommands: [TopicsCommand.self, SimulateCommand.self, ProduceCommand.self, DecisionsCommand.self, PartitionsCommand.self]
+        abstract: "Operate the retention notification fleet: topics, simulation, incident analysis, dead letters, partitions.",
+        subcommands: [
+            TopicsCommand.self, SimulateCommand.self, ProduceCommand.self, DecisionsCommand.self,
+            ExplainCommand.self, ReplayCommand.self, ExportCommand.self, DLQCommand.self, PartitionsCommand.self,
+        ]
     )
 }

@@ -114,7 +114,9 @@ struct RuntimePieceTests {
         let step = SourceCoordinates(topic: Topics.scoreBatches, partition: 2, offset: 17)
         let written = KafkaRecords.producerRecord(output, from: step, index: 3, in: TopicNamespace(prefix: "x."))
         #expect(written.topic == "x.rin.delivery.inbox")
-        let read = message(written, offset: 500)
+        // The runtime hands KafkaRecords messages with logical topic names.
+        var read = message(written, offset: 500)
+        read.topic = Topics.deliveryInbox
         let origin = KafkaRecords.origin(of: read)
         #expect(origin.coordinates == step && origin.index == 3)
 

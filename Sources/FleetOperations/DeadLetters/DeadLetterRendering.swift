@@ -1,0 +1,111 @@
+import Foundation
+public import FleetModel
+
+/// How `fleetctl dlq` prints dead letters: a table for people, JSON lines for tools, and one
+/// record in full.
+public enum DeadLetterRendering {
+    /// One row per dead letter: time, id, user, type, status, error.
+    public static func table(_ entries: [DeadLetterLog.Entry]) -> String {
+        let header = ["time", "id", "user", "type", "status", "error"]
+        var rows = [header]
+        for entry in entries {
+            let letter = entry.letter
+            rows.append([
+                letter.timestamp?.rfc3339 ?? "-", letter.id.description, letter.userId ?? "-", letter.type ?? "-",
+                status(entry), oneLine(letter.error),
+            ])
+        }
+        return align(rows)
+    }
+
+    /// One JSON object per line, keys sorted: `id`, `dead_letter`, `time`, `user_id`, `type`,
+    /// `error`, `status`, `redriven_to` (copies, oldest first), `redriven_from`, `key`, `value`
+    /// (the value as text; dead letters need not be JSON).
+    public static func jsonLines(_ entries: [DeadLetterLog.Entry]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return entries.map { entry in
+            let letter = entry.letter
+            var object: JSONObject = [
+                "id": .string(letter.id.description),
+                "dead_letter": .string(letter.position.description),
+                "error": .string(letter.error),
+                "status": .string(entry.isRedriven ? "redriven" : "pending"),
+                "redriven_to": .array(entry.redrives.map { .string($0.copy.description) }),
+            ]
+            object["time"] = letter.timestamp.map { .string($0.rfc3339) }
+            object["user_id"] = letter.userId.map { .string($0) }
+            object["type"] = letter.type.map { .string($0) }
+            object["redriven_from"] = letter.redrivenFrom.map { .string($0) }
+            object["key"] = letter.keyText.map { .string($0) }
+            object["value"] = letter.value.map { .string(String(decoding: $0, as: UTF8.self)) }
+            let data = (try? encoder.encode(JSONValue.object(object))) ?? Data()
+            return String(decoding: data, as: UTF8.self)
+        }.joined(separator: "\n")
+    }
+
+    /// One dead letter in full: identity, position, error, status, key, headers and value
+    /// (pretty-printed when it is JSON, as text otherwise).
+    public static func show(_ entry: DeadLetterLog.Entry) -> String {
+        let letter = entry.letter
+        var lines: [[String]] = [
+            ["id", letter.id.description],
+            ["dead letter", letter.position.description],
+            ["time", letter.timestamp?.rfc3339 ?? "-"],
+            ["error", letter.error],
+            ["status", status(entry)],
+        ]
+        if let from = letter.redrivenFrom { lines.append(["failed copy of", from]) }
+        lines.append(["key", letter.keyText ?? "(none)"])
+        for header in letter.headers {
+            lines.append(["header", "\(header.name)=\(header.value.map { String(decoding: $0, as: UTF8.self) } ?? "(null)")"])
+        }
+        var text = align(lines) + "\nvalue:\n"
+        if let json = letter.json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            text += (try? encoder.encode(json)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        } else if let value = letter.value {
+            text += String(decoding: value, as: UTF8.self) + "\n(not JSON)"
+        } else {
+            text += "(null)"
+        }
+        return text
+    }
+
+    /// `pending`, or where each copy went.
+    static func status(_ entry: DeadLetterLog.Entry) -> String {
+        guard !entry.redrives.isEmpty else { return "pending" }
+        return "redriven to " + entry.redrives.map(\.copy.description).joined(separator: ", ")
+    }
+
+    private static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).joined(separator: " ")
+    }
+
+    private static func align(_ rows: [[String]]) -> String {
+        guard let width = rows.map(\.count).max() else { return "" }
+        var widths = Array(repeating: 0, count: width)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        return rows.map { row in
+            row.enumerated().map { i, cell in
+                i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}
+
+/// `--since` / `--until`: an RFC 3339 time, or an age before now such as `90m`, `6h`, `2d`.
+public enum TimeBound {
+    public static func parse(_ text: String, now: Timestamp) -> Timestamp? {
+        if let time = Timestamp(rfc3339: text) { return time }
+        guard let unit = text.last, let amount = Int64(text.dropLast()), amount >= 0 else { return nil }
+        switch unit {
+        case "s": return now - .seconds(amount)
+        case "m": return now - .minutes(amount)
+        case "h": return now - .hours(amount)
+        case "d": return now - .days(amount)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,75 @@
+public import FleetModel
+public import FleetWorkers
+import Kafka
+
+/// `fleetctl dlq`: reads a source topic's dead-letter topic and redrives dead letters to it.
+public struct DeadLetterTool: Sendable {
+    public var reader: FleetTopicReader
+
+    public init(reader: FleetTopicReader) {
+        self.reader = reader
+    }
+
+    /// The source topics that have a dead-letter topic (logical names), for `--topic`.
+    public static var sourceTopics: [String] {
+        TopicSpec.all.filter { $0.role == .deadLetter }.map { String($0.name.dropLast(".dlq".count)) }
+    }
+
+    /// The dead-letter topic of `topic` read to its end as of now.
+    public func log(of topic: String) async throws -> DeadLetterLog {
+        guard Self.sourceTopics.contains(topic) else { throw DeadLetterError.notADeadLetterTopic(topic, known: Self.sourceTopics) }
+        let messages = try await reader.read([Topics.deadLetter(of: topic)])
+        return DeadLetterLog(topic: topic, messages: messages)
+    }
+
+    /// What one copy became.
+    public struct Sent: Sendable {
+        public var id: DeadLetterID
+        public var deadLetter: SourceCoordinates
+        /// Where the copy landed (logical topic name).
+        public var copy: SourceCoordinates
+    }
+
+    /// What a redrive did: the copies sent (each recorded by its marker) and, if it stopped
+    /// early, why. Copies before a failure stay sent.
+    public struct Outcome: Sendable {
+        public var sent: [Sent] = []
+        public var failure: String?
+    }
+
+    /// Sends `plan`'s copies one by one, each followed by its redrive marker on the dead
+    /// letter's partition, so every copy sent is recorded before the next; stops at the first
+    /// failure.
+    public func redrive(_ plan: RedrivePlan, namespace: TopicNamespace) async -> Outcome {
+        var outcome = Outcome()
+        guard !plan.copies.isEmpty else { return outcome }
+        let producer: KafkaProducer
+        do {
+            producer = try KafkaProducer(configuration: reader.configuration)
+        } catch {
+            outcome.failure = "cannot create a producer: \(error)"
+            return outcome
+        }
+        for copy in plan.copies {
+            let landed: SourceCoordinates
+            do {
+                let report = try await producer.send(copy.record)
+                landed = SourceCoordinates(
+                    topic: namespace.logical(report.topic) ?? report.topic, partition: report.partition, offset: report.offset)
+            } catch {
+                outcome.failure = "\(copy.letter.id): sending the copy failed, nothing sent for it: \(error)"
+                break
+            }
+            do {
+                let marker = RedriveMarker(deadLetter: copy.letter.position, copy: landed)
+                _ = try await producer.send(marker.record(key: copy.letter.key, in: namespace))
+            } catch {
+                outcome.failure = DeadLetterError.markerNotWritten(id: copy.letter.id, copy: landed, error: "\(error)").description
+                break
+            }
+            outcome.sent.append(Sent(id: copy.letter.id, deadLetter: copy.letter.position, copy: landed))
+        }
+        await producer.close()
+        return outcome
+    }
+}
