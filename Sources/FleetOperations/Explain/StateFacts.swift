@@ -1,5 +1,5 @@
 public import DeliveryPolicy
-public import FleetModel
+import FleetModel
 
 /// One line of what the delivery worker knew about a user, in an on-call engineer's words
 /// ("budget 2/3 used on 2026-11-20 (Europe/Berlin)"), under a stable `key` so two states can be

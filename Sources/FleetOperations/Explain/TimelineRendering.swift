@@ -1,4 +1,4 @@
-public import FleetModel
+import FleetModel
 import Foundation
 
 /// How `fleetctl explain` prints a `UserTimeline`: a text report for people, one JSON document

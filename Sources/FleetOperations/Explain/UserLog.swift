@@ -1,4 +1,4 @@
-public import FleetModel
+import FleetModel
 import FleetWorkers
 public import Kafka
 

@@ -1,5 +1,5 @@
 public import DeliveryPolicy
-public import FleetModel
+import FleetModel
 import FleetWorkers
 import Foundation
 import Kafka
@@ -92,7 +92,8 @@ extension UserTimeline {
                 let category = index.intents[decision.intentId]?.intent.category
                 links[decision.intentId, default: []].append(ChainLink(
                     at: output.at, step: step.inbox, input: step.input, decision: decision,
-                    delivery: decision.notificationId.flatMap { deliveries[$0] },
+                    // A deferral names the notification it waits in; only a final decision has a delivery.
+                    delivery: decision.outcome.isFinal ? decision.notificationId.flatMap { deliveries[$0] } : nil,
                     state: facts.relevant(to: decision.rule, category: category, in: state)))
             }
         }

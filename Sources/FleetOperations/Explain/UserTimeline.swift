@@ -85,7 +85,8 @@ public struct ChainLink: Hashable, Sendable {
     public var step: SourceCoordinates?
     public var input: StepInput
     public var decision: Decision
-    /// The delivery the decision names (`notification_id`), for delivered and merged intents.
+    /// The delivery the decision names (`notification_id`), for final decisions that have one
+    /// (delivered, merged, digested); nil for deferrals, whose notification is still pending.
     public var delivery: Delivery?
     /// The state after the step, limited to what the rule reads (e.g. the budget for P-BUD-1).
     public var state: [StateFact]
