@@ -40,7 +40,7 @@ struct ExplainCommand: AsyncParsableCommand {
             record|tick|other_user|missing, ...}, "outputs" [{"at", "topic", "record"}] and \
             "state_changes" [{"key", "before", "after"}]; an intent has "intent_id", "intent", \
             "arrival", "arrived_at", "final_outcome" and "links" [{"at", "step", \
-            "fired_timers", "decision", "delivery", "state"}]. Records are in their wire format.
+            "fired_by_timer", "decision", "delivery", "state"}]. Records are in their wire format.
 
             A user with nothing retained prints "no records for user U in this range" and exits \
             0; a missing topic or an unreachable broker exits 1 with the reason.

@@ -33,6 +33,10 @@ struct ExplainTimelineTests {
         let timeline = Self.budgetTimeline()
         #expect(timeline.chains.map(\.intentId) == ["b1", "b2", "b3", "b4"])
         #expect(timeline.chains.prefix(3).allSatisfy { $0.finalOutcome == .delivered })
+        // b1's window closed when b2 arrived: the record was b2, the decision a timer's.
+        let first = try #require(timeline.chains.first?.links.first)
+        #expect(first.firedByTimer && first.input.firedTimers == false)
+        try expectInOrder(TimelineRendering.text(timeline), ["delivered: within_budget (P-BUD-1) at inbox[", "(timer fired by intent b2)"])
         let chain = try #require(timeline.chains.last)
         #expect(chain.intent?.notification == "contacts.enrichment")
         #expect(chain.arrivedAt == .at("2026-11-21T12:00:00Z"))
@@ -142,7 +146,7 @@ struct ExplainTimelineTests {
         #expect(links.map { $0["decision"]?["outcome"]?.stringValue } == ["deferred", "delivered"])
         #expect(links.first?["decision"]?["rule"]?.stringValue == "P-DND-1")
         #expect(links.last?["delivery"]?["notification"]?.stringValue == "score.updated")
-        #expect(links.map { $0["fired_timers"]?.boolValue } == [true, true])
+        #expect(links.map { $0["fired_by_timer"]?.boolValue } == [true, true])
         #expect(document["intents"]?.arrayValue?.first?["final_outcome"]?.stringValue == "delivered")
         // Same timeline, same bytes.
         #expect(TimelineRendering.json(Self.quietTimeline()) == text)

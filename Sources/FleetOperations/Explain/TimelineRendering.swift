@@ -49,7 +49,7 @@ public enum TimelineRendering {
             }
             for link in chain.links {
                 var line = "    \(link.at.rfc3339)  \(verdict(link.decision)) at \(position(link.step))"
-                if link.input.firedTimers { line += " (timer fired by \(cause(link.input)))" }
+                if link.firedByTimer { line += " (timer fired by \(cause(link.input)))" }
                 if let delivery = link.delivery { line += ", delivered as \(delivery.notificationId): \(copy(delivery))" }
                 lines.append(line)
                 for fact in link.state { lines.append("                          state: \(fact.text)") }
@@ -134,7 +134,7 @@ public enum TimelineRendering {
     ///                 "input": {"kind": record|tick|other_user|missing, "record"?, "origin"?, "tick_id"?, "type"?, "detail"?},
     ///                 "outputs": [{"at", "topic", "record"}], "state_changes": [{"key", "before", "after"}]}],
     ///      "intents": [{"intent_id", "intent", "arrival", "arrived_at", "final_outcome",
-    ///                   "links": [{"at", "step", "fired_timers", "decision", "delivery", "state": [{"key", "text"}]}]}]}
+    ///                   "links": [{"at", "step", "fired_by_timer", "decision", "delivery", "state": [{"key", "text"}]}]}]}
     ///
     /// Records appear in their wire format (the fields of DESIGN.md "Topics and records").
     public static func json(_ timeline: UserTimeline) -> String {
@@ -191,7 +191,7 @@ public enum TimelineRendering {
                 .object([
                     "at": .string(link.at.rfc3339),
                     "step": coordinatesJSON(link.step),
-                    "fired_timers": .bool(link.input.firedTimers),
+                    "fired_by_timer": .bool(link.firedByTimer),
                     "decision": recordJSON(.decision(link.decision)),
                     "delivery": link.delivery.map { recordJSON(.delivery($0)) } ?? .null,
                     "state": .array(link.state.map { .object(["key": .string($0.key), "text": .string($0.text)]) }),

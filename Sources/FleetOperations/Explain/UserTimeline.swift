@@ -90,4 +90,11 @@ public struct ChainLink: Hashable, Sendable {
     public var delivery: Delivery?
     /// The state after the step, limited to what the rule reads (e.g. the budget for P-BUD-1).
     public var state: [StateFact]
+
+    /// Whether a timer made this decision (a coalescing window closing, a deferral ending):
+    /// the step's record was a tick, another user's record, or a record other than the intent.
+    public var firedByTimer: Bool {
+        if case .record(let record, _) = input { return record.id != decision.intentId }
+        return true
+    }
 }
