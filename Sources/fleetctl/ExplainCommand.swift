@@ -1,0 +1,97 @@
+import ArgumentParser
+import FleetModel
+import FleetOperations
+import FleetSimulation
+import Foundation
+
+/// `fleetctl explain`: why a user got, or did not get, a notification. Parses options, calls
+/// `Explainer.explain` and prints; all the work is in FleetOperations.
+struct ExplainCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "explain",
+        abstract: "Show why a user got (or did not get) a notification: the user's timeline of inputs, decisions, deliveries and state.",
+        discussion: """
+            Reads the user's partition (murmur2 of the user id, as the producers place it) of \
+            rin.delivery.inbox, delivery-worker.history, rin.notify.decisions, rin.notify.deliveries, \
+            rin.home.sections and rin.retention.events, each to its end as of the call, without \
+            joining a consumer group and without writing anything.
+
+            TIMELINE: one block per step of the delivery worker that concerned the user, in log \
+            order: the step's log time, its inbox position (inbox[partition]@offset), the record \
+            (an intent with its upstream source, an app activity record, or a tick or another \
+            user's record that moved log time so this user's timers fired), then what the step \
+            did for the user: decisions (outcome: reason (P- rule)), deliveries with their copy, \
+            section items, retention events, and the state lines that changed (daily budget, \
+            quiet hours, quiet mode, cool-downs, pending notifications and their timers).
+
+            INTENTS: per intent, its chain: where it came from, when it arrived, every decision \
+            on it in order (a deferral first, then the final one), which record fired the timer, \
+            what was delivered, and the state line the deciding rule read (e.g. "budget 3/3 used" \
+            for P-BUD-1, the quiet hours for P-DND-1). Read the rule in POLICY.md first.
+
+            --since and --until bound the steps shown by log time: an RFC 3339 time \
+            (2026-11-21T09:00:00Z) or a span back from now (90m, 24h, 7d). Chains of intents \
+            shown keep their decisions from outside the range. Only what the topics still retain \
+            can be shown (history: 14 days).
+
+            --json prints one JSON document (one line, sorted keys) instead: {"user", \
+            "partition", "partitions", "profile", "since", "until", "steps", "intents"}; a step \
+            has "at", "inbox" {topic, partition, offset}, "fired_timers", "input" {"kind": \
+            record|tick|other_user|missing, ...}, "outputs" [{"at", "topic", "record"}] and \
+            "state_changes" [{"key", "before", "after"}]; an intent has "intent_id", "intent", \
+            "arrival", "arrived_at", "final_outcome" and "links" [{"at", "step", \
+            "fired_by_timer", "decision", "delivery", "state"}]. Records are in their wire format.
+
+            A user with nothing retained prints "no records for user U in this range" and exits \
+            0; a missing topic or an unreachable broker exits 1 with the reason.
+
+            Examples:
+              fleetctl explain --user maya --since 24h
+              fleetctl explain --user maya \\
+                  --since 2026-11-21T00:00:00Z --until 2026-11-22T00:00:00Z
+              fleetctl explain --user maya --json > maya.json
+            """)
+
+    @OptionGroup var connection: TopicsCommand.Connection
+
+    @Option(help: "The user id (the record key).") var user: String
+
+    @Option(help: ArgumentHelp(
+        "Show steps at or after this log time: RFC 3339, or a span back from now (90m, 24h, 7d).", valueName: "time"))
+    var since: String?
+
+    @Option(help: ArgumentHelp(
+        "Show steps before this log time: RFC 3339, or a span back from now (90m, 24h, 7d).", valueName: "time"))
+    var until: String?
+
+    @Option(help: ArgumentHelp(
+        "The delivery worker's policy profile, for the budget and default quiet hours in state lines: rin, fitcircle or a profile YAML file.",
+        valueName: "rin|fitcircle|file"))
+    var profile = "rin"
+
+    @Flag(help: "Print one JSON document for tools instead of the text report.") var json = false
+
+    @Option(help: "Give up reading after this many seconds.") var timeout: Int = 300
+
+    func run() async throws {
+        let now = Timestamp(millisecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1000))
+        let window: TimeWindow
+        do {
+            window = TimeWindow(
+                since: try since.map { try TimeWindow.bound($0, now: now) },
+                until: try until.map { try TimeWindow.bound($0, now: now) })
+        } catch {
+            throw ValidationError("--since/--until: \(error)")
+        }
+        let policy: FleetProfile
+        do {
+            policy = try FleetProfile(ProfileChoice.resolve(profile))
+        } catch {
+            throw ValidationError("--profile: \(error)")
+        }
+        let reader = FleetTopicReader(
+            configuration: try connection.kafkaConfiguration(), namespace: connection.namespace, timeout: .seconds(timeout))
+        let timeline = try await Explainer.explain(user: user, window: window, profile: policy.delivery, reader: reader)
+        print(json ? TimelineRendering.json(timeline) : TimelineRendering.text(timeline), terminator: "")
+    }
+}
