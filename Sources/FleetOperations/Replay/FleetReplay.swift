@@ -1,7 +1,7 @@
 public import FleetModel
 public import FleetSimulation
-public import FleetWorkers
-public import Kafka
+import FleetWorkers
+import Kafka
 
 /// `fleetctl replay` against the brokers: "would the fleet decide the same again, and what if
 /// the policy were different?" (DESIGN.md principle 6).
@@ -124,5 +124,23 @@ public struct FleetReplay: Sendable {
             let start = StartState<P.State>.before(range.from, history: changes, changelog: entries, log: points)
             return try PartitionReplay.run(processor, from: start, log: log.filter { range.contains($0.offset) }, topics: topics)
         }
+    }
+}
+
+extension FleetReplay.Report {
+    /// What `fleetctl replay` prints: a line naming what was replayed, then "identical", each
+    /// difference, or the what-if summary.
+    public func render(worker: Worker, details: Bool) -> String {
+        let head = "\(worker.rawValue): replayed \(WorkerTopics(worker: worker).folded)[\(range.partition)] offsets \(range.from)..<\(range.to) (\(recordsReplayed) records)"
+        switch verdict {
+        case .comparison(let comparison): return head + "\n" + comparison.render()
+        case .whatIf(let summary): return head + "\n" + summary.render(details: details)
+        }
+    }
+
+    /// Whether the comparison found the recorded outputs reproduced (always true for a what-if).
+    public var isIdentical: Bool {
+        if case .comparison(let comparison) = verdict { return comparison.isIdentical }
+        return true
     }
 }
