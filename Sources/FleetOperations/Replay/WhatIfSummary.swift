@@ -49,6 +49,11 @@ public struct WhatIfSummary: Sendable {
         public var lost = 0
         public var gained = 0
         public var changed = 0
+
+        public init(rule: String, notification: String, reason: String, lost: Int = 0, gained: Int = 0, changed: Int = 0) {
+            self.rule = rule; self.notification = notification; self.reason = reason
+            self.lost = lost; self.gained = gained; self.changed = changed
+        }
     }
 
     public private(set) var changes: [Change] = []
