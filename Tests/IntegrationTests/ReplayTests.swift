@@ -16,18 +16,22 @@ struct ReplayTests {
     static let users = ["maya", "noor", "omar", "pia", "quinn", "rafa"]
     static let day = "2026-11-21"
 
-    /// Per user: six ordinary intents an hour apart from 09:00 (the rin budget of 3 delivers some
-    /// and suppresses the rest, P-BUD-1), then a security intent at 17:00 that closes the last
-    /// coalescing window (ticks are off). Users interleave, so every partition carries several.
+    /// Per user: six ordinary intents an hour apart from 09:00, then a security intent at 15:00
+    /// that closes the last coalescing window (ticks are off). The first three (score, dedup, sync
+    /// conflict: each its own type cap) spend the rin budget of 3; the rest are held back by type
+    /// caps and the budget (P-BUD-1), some digested (P-BUD-5). Users interleave, so every
+    /// partition carries several.
     static func traffic() -> [(FleetRecord, Timestamp)] {
         var log: [(FleetRecord, Timestamp)] = []
         for hour in 0..<7 {
             for (index, user) in users.enumerated() {
                 let time = Timestamp.at("\(day)T09:00:00Z") + TimeSpan(milliseconds: Int64(hour) * 3_600_000 + Int64(index) * 60_000)
+                let id = "\(user)-i\(hour)"
                 let intent = switch hour {
                 case 6: Fixtures.securityIntent(id: "\(user)-close", user: user)
-                case let h where h.isMultiple(of: 2): Fixtures.scoreIntent(id: "\(user)-i\(h)", user: user, old: Int64(60 + h), new: Int64(61 + h))
-                default: Fixtures.dedupIntent(id: "\(user)-i\(hour)", user: user, count: Int64(hour))
+                case 2, 5: Fixtures.conflictIntent(id: id, user: user, count: Int64(hour))
+                case let h where h.isMultiple(of: 2): Fixtures.scoreIntent(id: id, user: user, old: Int64(60 + h), new: Int64(61 + h))
+                default: Fixtures.dedupIntent(id: id, user: user, count: Int64(hour))
                 }
                 log.append((.intent(intent), time))
             }
@@ -95,14 +99,17 @@ struct ReplayTests {
             worker: .delivery, scope: .partition(partition), from: .time(.at("\(Self.day)T11:30:00Z")), to: nil,
             baseline: recording.rin, candidate: nil))
         let text = report.render(worker: .delivery, details: false)
-        #expect(report.isIdentical, "\(text)")
+        let identical = report.isIdentical
+        #expect(identical, "\(text)")
         #expect(text.contains("identical"))
         #expect(report.range.from > 0 && report.recordsReplayed > 0)
         // Something was compared, including budget suppressions decided from restored state.
         guard case .comparison(let comparison) = report.verdict else { Issue.record("expected a comparison"); return }
-        #expect(comparison.compared > report.recordsReplayed)
+        let compared = comparison.compared, replayedCount = report.recordsReplayed
+        #expect(compared > replayedCount)
         let suppressions = report.replayedOutputs.filter { String(decoding: $0.value, as: UTF8.self).contains(#""rule":"P-BUD-1""#) && String(decoding: $0.value, as: UTF8.self).contains(#""suppressed""#) }
-        #expect(!suppressions.isEmpty)
+        let suppressed = suppressions.count
+        #expect(suppressed > 0)
     }
 
     @Test("replaying one user over an offset range is identical and compares only that user's records")
@@ -111,10 +118,11 @@ struct ReplayTests {
         defer { Task { await recording.fleet.tearDown() } }
         let report = try await recording.replay.run(FleetReplay.Request(
             worker: .delivery, scope: .user("noor"), from: .offset(5), to: .offset(17), baseline: recording.rin, candidate: nil))
-        #expect(report.isIdentical, "\(report.render(worker: .delivery, details: false))")
+        let identical = report.isIdentical
+        #expect(identical, "\(report.render(worker: .delivery, details: false))")
         #expect(report.range.partition == recording.partition(of: "noor") && report.range.from == 5)
-        #expect(!report.replayedOutputs.isEmpty)
-        #expect(report.replayedOutputs.allSatisfy { $0.userId == "noor" })
+        let users = Set(report.replayedOutputs.map(\.userId))
+        #expect(users == ["noor"])
     }
 
     @Test("replay reports differences: with a profile the worker did not run, recorded decisions come out missing, extra or changed")
@@ -124,7 +132,8 @@ struct ReplayTests {
         let report = try await recording.replay.run(FleetReplay.Request(
             worker: .delivery, scope: .user("maya"), from: .offset(0), to: nil, baseline: try Self.budgetOfTwo(), candidate: nil))
         let text = report.render(worker: .delivery, details: false)
-        #expect(!report.isIdentical)
+        let identical = report.isIdentical
+        #expect(!identical, "\(text)")
         guard case .comparison(let comparison) = report.verdict else { Issue.record("expected a comparison"); return }
         #expect(!comparison.differences.isEmpty)
         // The budget of 2 suppresses maya's third delivery: its decision changes (P-BUD-1).
