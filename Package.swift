@@ -223,6 +223,13 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "FleetOperationsTests",
+            dependencies: [
+                "FleetOperations", "FleetModel", "FleetSimulation", "FleetTestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "Kafka", "FleetWorkers", "FleetModel", "UpstreamProcessors", "DeliveryPolicy", "FleetSimulation",

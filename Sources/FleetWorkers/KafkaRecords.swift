@@ -44,7 +44,7 @@ public enum KafkaRecords {
     /// or of a fleet worker's output.
     public static func origin(of message: KafkaMessage) -> (coordinates: SourceCoordinates, index: Int?) {
         guard let claimed = provenance(of: message) else { return (coordinates(message), nil) }
-        if inboxes.contains(message.topic) { return claimed }
+        if isInbox(message.topic) { return claimed }
         let coordinates = claimed.coordinates
         guard message.header(Header.redrivenFrom) != nil, claimed.index == nil, coordinates.topic == message.topic,
               coordinates.partition != message.partition || coordinates.offset < message.offset
@@ -65,6 +65,11 @@ public enum KafkaRecords {
     /// The topics only fleet workers write (ingest stages, upstream workers, ticks, redrives):
     /// their provenance headers are trusted as they are.
     public static let inboxes: Set<String> = [Topics.deliveryInbox, Topics.reminderInbox]
+
+    /// Whether `topic` (logical) is an inbox, in any generation.
+    public static func isInbox(_ topic: String) -> Bool {
+        inboxes.contains(Topics.generationBase(of: topic).base)
+    }
 
     /// The headers of a redriven copy of a dead letter (`fleetctl dlq redrive`): the identity
     /// the dead-lettered record had (its `source-*` headers in the DLQ) and the dead letter's own

@@ -1,11 +1,9 @@
-import DeliveryPolicy
 import FleetSimulation
 import Foundation
 public import FleetModel
 import Logging
 import Prometheus
 import ServiceLifecycle
-import UpstreamProcessors
 
 /// Starts a worker executable: settings from the environment, the policy profile, logging, and
 /// a service group that turns SIGTERM/SIGINT into a graceful shutdown (finish and commit the
@@ -30,14 +28,14 @@ public enum WorkerLauncher {
             return handler
         }
         let logger = Logger(label: worker.rawValue)
-        let upstream = UpstreamProcessors(settings: profile.upstream)
-        switch worker {
-        case .score: try await serve(settings, upstream.score, logger: logger)
-        case .sync: try await serve(settings, upstream.sync, logger: logger)
-        case .reminder: try await serve(settings, upstream.reminder, logger: logger)
-        case .access: try await serve(settings, upstream.access, logger: logger)
-        case .delivery: try await serve(settings, DeliveryEngine(profile: profile.delivery), logger: logger)
-        }
+        try await WorkerProcessors.visit(worker, profile: profile, Serve(settings: settings, logger: logger))
+    }
+
+    /// Runs whichever processor the worker's profile configures.
+    private struct Serve: WorkerProcessorVisitor {
+        let settings: WorkerSettings
+        let logger: Logger
+        func visit<P: UserProcessor>(_ processor: P) async throws { try await serve(settings, processor, logger: logger) }
     }
 
     /// The runtime and its HTTP port in one service group: the port comes up first (so

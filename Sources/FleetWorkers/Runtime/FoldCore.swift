@@ -327,23 +327,16 @@ actor FoldCore<P: UserProcessor> {
 
         var message = physical
         message.topic = namespace.logical(physical.topic) ?? physical.topic
-        let record: FleetRecord
-        do {
-            record = try KafkaRecords.decode(message)
-        } catch {
-            deadLetter(message, error: error, namespace: namespace)
-            return true
-        }
-        let timestamp = Timestamp(millisecondsSinceEpoch: message.timestamp ?? fold.logTime?.millisecondsSinceEpoch ?? 0)
-        let origin = KafkaRecords.origin(of: message)
         let wakeUp = fold.nextWakeUp
         let logTimeBefore = fold.logTime
-        let step = fold.apply(record, timestamp: timestamp, coordinates: origin.coordinates, originIndex: origin.index)
+        let folded = LogFolding.fold(message, into: &fold)
+        if let error = folded.deadLetter { deadLetter(message, error: error, namespace: namespace) }
+        guard let step = folded.step else { return true }
+        let timestamp = folded.timestamp
         if let wakeUp, wakeUp <= timestamp {
             observer?.timerLateness(seconds: Double(timestamp.millisecondsSinceEpoch - wakeUp.millisecondsSinceEpoch) / 1000)
         }
-        if let error = step.deadLetter { deadLetter(message, error: error, namespace: namespace) }
-        emit(step.outputs, origin: origin.coordinates, recordTimestamp: message.timestamp, namespace: namespace)
+        emit(step.outputs, origin: folded.origin, recordTimestamp: message.timestamp, namespace: namespace)
 
         let input = KafkaRecords.coordinates(message)
         let logTime = fold.logTime ?? timestamp
@@ -410,13 +403,10 @@ actor FoldCore<P: UserProcessor> {
 
     private func emit(_ outputs: [OutputRecord], origin: SourceCoordinates, recordTimestamp: Int64?, namespace: TopicNamespace) {
         for (index, output) in outputs.enumerated() {
-            if Self.inboxes.contains(output.topic) {
-                var routed = output
-                routed.topic = generations.route(output.topic)
-                unit.records.append(KafkaRecords.producerRecord(routed, from: origin, index: index, in: namespace))
-            } else {
-                unit.records.append(KafkaRecords.producerRecord(output, in: namespace))
-            }
+            // Records for an inbox go to the generation its owner currently takes writes in.
+            var routed = output
+            routed.topic = generations.route(output.topic)
+            unit.records.append(LogFolding.producerRecord(for: routed, index: index, of: origin, in: namespace))
             observer?.recordOut(topic: output.topic, count: 1)
             switch output.record {
             case .decision(let decision):
@@ -432,8 +422,6 @@ actor FoldCore<P: UserProcessor> {
             }
         }
     }
-
-    private static var inboxes: Set<String> { [Topics.deliveryInbox, Topics.reminderInbox] }
 
     private func deadLetter(_ message: KafkaMessage, error: RecordError, namespace: TopicNamespace) {
         logger.warning("dead-lettered", metadata: [

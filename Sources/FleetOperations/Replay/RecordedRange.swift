@@ -1,0 +1,58 @@
+import Foundation
+public import FleetModel
+public import FleetWorkers
+public import Kafka
+
+/// What the worker recorded for a replayed range: the records of its output, dead-letter and
+/// history topics that the range's steps wrote.
+///
+/// - An output belongs to the range when its id's stem is the stem of a replayed step (every
+///   output id is `<stem>:<index>`, the stem being the step's origin, see `OutputIDs`).
+/// - A dead letter belongs to it when its `source-topic`/`source-partition`/`source-offset`
+///   headers name a record of the range.
+/// - A history change belongs to it when its `input_offset` lies in the range.
+/// With `user`, only records keyed by that user are kept.
+public struct RecordedRange: Sendable {
+    public var outputs: [ComparedRecord] = []
+    public var history: [ComparedRecord] = []
+    /// The recorded output records, first copy of each (topic, id), in the order read.
+    public var records: [FleetRecord] = []
+
+    public init(
+        outputs messages: [KafkaMessage], deadLetters: [KafkaMessage], history changes: [KafkaMessage],
+        range: ReplayRange, stems: Set<String>, topics: WorkerTopics, user: String?
+    ) {
+        var seen = Set<ComparedRecord.Slot>()
+        for message in messages where user == nil || message.key == user.map({ Array($0.utf8) }) {
+            guard let value = message.value, let record = try? RecordCodec.decode(value),
+                  let stem = PartitionReplay.stem(ofId: record.id), stems.contains(String(stem))
+            else { continue }
+            let compared = ComparedRecord(message, key: record.id)
+            outputs.append(compared)
+            if seen.insert(compared.slot).inserted { records.append(record) }
+        }
+        for message in deadLetters where user == nil || message.key == user.map({ Array($0.utf8) }) {
+            func header(_ name: String) -> String? { message.header(name).map { String(decoding: $0, as: UTF8.self) } }
+            guard header(KafkaRecords.Header.sourceTopic) == topics.folded,
+                  let partition = header(KafkaRecords.Header.sourcePartition).flatMap({ Int32($0) }), partition == range.partition,
+                  let offset = header(KafkaRecords.Header.sourceOffset).flatMap({ Int64($0) }), range.contains(offset)
+            else { continue }
+            outputs.append(ComparedRecord(message, key: PartitionReplay.deadLetterKey(partition: partition, offset: offset)))
+        }
+        for message in changes where message.partition == range.partition {
+            guard message.header(ChangelogRecords.kindHeader).map({ String(decoding: $0, as: UTF8.self) }) == ChangelogRecords.Kind.change.rawValue,
+                  let value = message.value, let place = try? JSONDecoder().decode(HistoryPlace.self, from: Data(value)),
+                  range.contains(place.input_offset), user == nil || place.user_id == user
+            else { continue }
+            var change = ComparedRecord(message, key: PartitionReplay.historyKey(user: place.user_id, inputOffset: place.input_offset))
+            change.timestamp = nil  // the runtime leaves history timestamps to the producer's clock
+            history.append(change)
+        }
+    }
+
+    /// The fields of a history record that place it.
+    private struct HistoryPlace: Decodable {
+        var user_id: String
+        var input_offset: Int64
+    }
+}

@@ -1,0 +1,99 @@
+public import FleetModel
+public import FleetWorkers
+
+/// What a partition's fold held just before offset `start` of its folded log: every user's state
+/// and the partition's log time, rebuilt from what the worker recorded (DESIGN.md principle 6).
+///
+/// A user's state before `start` is, in this order of preference:
+/// 1. the `after` image of the user's last history change at an input offset below `start`;
+/// 2. else the `before` image of the user's first change at or after `start` (nothing changed the
+///    user in between, so that is the state at `start`; `null` means the user was not stored),
+///    which covers users whose older history has expired;
+/// 3. else the user's last `<worker>.state` record at an input offset below `start`;
+/// 4. else the user is not stored (initial state, no timer).
+/// Each is exact: the fold writes a history change for every state change, and a state record
+/// for the last change of each commit unit. Copies an at-least-once re-run wrote are identical.
+///
+/// The log time before `start` is the log time recorded at the last checkpoint below `start` (a
+/// history change's `log_time` or a `position` record of `<worker>.state`), moved on by every
+/// decodable record between that checkpoint and `start`: after each step the fold's log time is
+/// the larger of the previous one and the record's timestamp (`PartitionFold`), and a record that
+/// does not decode does not move it (`LogFolding`). With no checkpoint the log is taken from its
+/// first record read, which is exact while the partition's start has not been deleted by
+/// retention before the worker checkpointed it.
+public struct StartState<State: Codable & Hashable & Sendable>: Sendable {
+    public var states: [String: State]
+    public var logTime: Timestamp?
+
+    public init(states: [String: State], logTime: Timestamp?) {
+        self.states = states; self.logTime = logTime
+    }
+
+    /// One record of the folded log as the log-time computation needs it.
+    public struct LogPoint: Sendable, Hashable {
+        public var offset: Int64
+        public var timestamp: Timestamp?
+        /// Whether the record decodes (a record that does not is dead-lettered before the fold).
+        public var decodes: Bool
+
+        public init(offset: Int64, timestamp: Timestamp?, decodes: Bool) {
+            self.offset = offset; self.timestamp = timestamp; self.decodes = decodes
+        }
+    }
+
+    /// The fold's content just before `start`.
+    /// - Parameters:
+    ///   - history: the partition's history changes, any order.
+    ///   - changelog: the partition's `<worker>.state` entries, any order.
+    ///   - log: the folded partition's records read, in offset order.
+    public static func before(
+        _ start: Int64, history: [HistoryChange<State>], changelog: [ChangelogRecords.Entry<State>], log: [LogPoint]
+    ) -> StartState {
+        var lastBefore: [String: HistoryChange<State>] = [:]
+        var firstFrom: [String: HistoryChange<State>] = [:]
+        var checkpoint: (offset: Int64, time: Timestamp)?
+        func note(_ offset: Int64, _ time: Timestamp) {
+            guard offset < start else { return }
+            if let current = checkpoint, (current.offset, current.time) >= (offset, time) { return }
+            checkpoint = (offset, time)
+        }
+        for change in history {
+            if change.inputOffset < start {
+                if (lastBefore[change.userId]?.inputOffset ?? Int64.min) <= change.inputOffset { lastBefore[change.userId] = change }
+                note(change.inputOffset, change.logTime)
+            } else if (firstFrom[change.userId]?.inputOffset ?? Int64.max) > change.inputOffset {
+                firstFrom[change.userId] = change
+            }
+        }
+        var stored: [String: (offset: Int64, state: State)] = [:]
+        for entry in changelog {
+            switch entry {
+            case .state(let user, let inputOffset, let state) where inputOffset < start:
+                if (stored[user]?.offset ?? Int64.min) <= inputOffset { stored[user] = (inputOffset, state) }
+            case .position(let inputOffset, let time):
+                note(inputOffset, time)
+            default:
+                break
+            }
+        }
+
+        var states: [String: State] = [:]
+        for user in Set(lastBefore.keys).union(firstFrom.keys).union(stored.keys) {
+            if let change = lastBefore[user] {
+                states[user] = change.after
+            } else if let change = firstFrom[user] {
+                if let before = change.before { states[user] = before }
+            } else if let entry = stored[user] {
+                states[user] = entry.state
+            }
+        }
+
+        var logTime = checkpoint?.time
+        let after = checkpoint?.offset ?? Int64.min
+        for point in log where point.offset > after && point.offset < start && point.decodes {
+            let time = point.timestamp ?? logTime ?? Timestamp(millisecondsSinceEpoch: 0)
+            logTime = max(logTime ?? time, time)
+        }
+        return StartState(states: states, logTime: logTime)
+    }
+}

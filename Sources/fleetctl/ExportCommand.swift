@@ -1,0 +1,76 @@
+import ArgumentParser
+import FleetModel
+import FleetOperations
+import Foundation
+
+/// `fleetctl export`: a range of a worker's log as `fleetctl simulate` input. The work is
+/// `FleetExport` / `SimulationExport`; this parses options and writes.
+struct ExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Write a range of a worker's log as fleetctl simulate input, to study production traffic offline.",
+        discussion: """
+              fleetctl export --worker delivery-worker --user maya --from 2026-11-21T00:00:00Z --to 2026-11-22T00:00:00Z --output maya.jsonl
+              fleetctl simulate maya.jsonl --summary
+              fleetctl replay --input maya.jsonl --profile candidate.yaml --details
+
+            The range is chosen as for fleetctl replay (--partition or --user; --from/--to as offsets or \
+            RFC 3339 times, --to exclusive, default the end). Each record becomes one line \
+            {"at","topic","key","value"}: records the worker's ingest stage forwarded (app activity, \
+            reminders) on their external topic, everything else (upstream intents, ticks) on the folded \
+            log's topic; "at" is the record's timestamp (never earlier than the line before). With --user \
+            only the user's records are written, plus one closing tick so that the user's timers fire as \
+            late as they did in production. The simulation starts with every user new: begin the range \
+            where the users' history begins, or use fleetctl replay, which starts from the recorded state. \
+            Records whose value is not a JSON object are left out and listed on standard error.
+            Reads only: joins no consumer group and writes nothing to the brokers.
+            """)
+
+    @OptionGroup var connection: TopicsCommand.Connection
+
+    @Option(help: ArgumentHelp("The worker whose log is exported.", valueName: "score-worker|sync-worker|reminder-worker|access-worker|delivery-worker"))
+    var worker: String
+
+    @Option(help: "The partition of the worker's folded log.")
+    var partition: Int32?
+
+    @Option(help: "Only this user's records (from the user's partition).")
+    var user: String?
+
+    @Option(help: ArgumentHelp("First offset, or an RFC 3339 time (the first record at or after it).", valueName: "offset|time"))
+    var from: String
+
+    @Option(help: ArgumentHelp("First offset not exported, or an RFC 3339 time (default: the end of the partition).", valueName: "offset|time"))
+    var to: String?
+
+    @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
+    var output: String?
+
+    func validate() throws {
+        guard Worker(rawValue: worker) != nil else {
+            throw ValidationError("--worker '\(worker)' is not one of \(Worker.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard (partition == nil) != (user == nil) else { throw ValidationError("give exactly one of --partition and --user") }
+    }
+
+    func run() async throws {
+        guard let worker = Worker(rawValue: worker) else { return }
+        let scope: FleetReplay.Scope = if let user { .user(user) } else { .partition(partition ?? 0) }
+        let export = FleetExport(reader: FleetTopicReader(configuration: try connection.kafkaConfiguration(), namespace: connection.namespace))
+        let exported = try await export.run(
+            worker: worker, scope: scope, from: try ReplayBound(parsing: from), to: try to.map(ReplayBound.init(parsing:)))
+        let text = exported.result.lines.map { $0 + "\n" }.joined()
+        if let output {
+            guard FileManager.default.createFile(atPath: output, contents: Data(text.utf8)) else {
+                throw ValidationError("cannot write '\(output)'")
+            }
+        } else {
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
+        var note = "export: \(exported.result.lines.count) lines from \(worker.foldedTopic)[\(exported.range.partition)] offsets \(exported.range.from)..<\(exported.range.to)"
+        if !exported.result.skipped.isEmpty {
+            note += "; left out \(exported.result.skipped.count):\n  " + exported.result.skipped.joined(separator: "\n  ")
+        }
+        FileHandle.standardError.write(Data((note + "\n").utf8))
+    }
+}
