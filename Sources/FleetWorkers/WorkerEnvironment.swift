@@ -43,7 +43,7 @@ public enum WorkerEnvironment {
         meaning: "Policy profile: a shipped profile's name (rin, fitcircle) or the path of a profile YAML file (e.g. a mounted ConfigMap).")
     public static let metadataCheckInterval = Variable(
         name: "FLEET_METADATA_CHECK_INTERVAL_MS", defaultValue: "10000",
-        meaning: "How often partition counts are re-read; a topic whose count changed stops being processed (no silent reshuffle).")
+        meaning: "How often partition counts and the topic-generation registry are re-read; a topic whose count changed stops being processed (no silent reshuffle); a partition migration's next phase is taken up.")
     public static let topicPrefix = Variable(
         name: "FLEET_TOPIC_PREFIX", defaultValue: "",
         meaning: "Prefix of every physical topic name (e.g. `staging.`), so fleets can share a cluster. Record ids use the logical names.")

@@ -21,8 +21,10 @@ public struct NewTopic: Sendable, Hashable {
 public final class KafkaAdmin: Sendable {
     private let handle: RdKafkaHandle
 
+    /// The admin client is a producer-type handle: properties only consumers read are dropped
+    /// (one configuration can serve every client of a tool without warnings).
     public init(configuration: KafkaConfiguration) throws(KafkaError) {
-        let conf = try makeRdKafkaConf(configuration.properties)
+        let conf = try makeRdKafkaConf(configuration.forProducer.properties)
         handle = RdKafkaHandle(raw: try makeRdKafkaHandle(RD_KAFKA_PRODUCER, conf: conf))
     }
 

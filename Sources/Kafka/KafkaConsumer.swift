@@ -33,7 +33,8 @@ public final class KafkaConsumer: Sendable {
         guard let groupId = configuration.groupId, !groupId.isEmpty else {
             throw KafkaError.invalidArgument("a consumer needs group.id")
         }
-        let properties = Self.defaultProperties.merging(configuration.properties) { _, given in given }
+        // Properties only producers read are dropped (see `KafkaProducer.init`).
+        let properties = Self.defaultProperties.merging(configuration.forConsumer.properties) { _, given in given }
         let relay = RebalanceRelay()
         let conf = try makeRdKafkaConf(properties)
         rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(relay).toOpaque())

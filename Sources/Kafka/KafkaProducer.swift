@@ -33,8 +33,9 @@ public final class KafkaProducer: Sendable {
     /// Creates the producer. `configuration` needs `bootstrapServers`; `defaultProperties` fill
     /// in what it does not set.
     public init(configuration: KafkaConfiguration, logger: Logger = Logger(label: "kafka.producer")) throws(KafkaError) {
-        var properties = Self.defaultProperties.merging(configuration.properties) { _, given in given }
-        properties["enable.auto.commit"] = nil
+        // Properties only consumers read are dropped, so one configuration can serve every
+        // client of a worker or tool without librdkafka warnings.
+        let properties = Self.defaultProperties.merging(configuration.forProducer.properties) { _, given in given }
         let context = ProducerContext(logger: logger)
         let conf = try makeRdKafkaConf(properties)
         rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(context).toOpaque())

@@ -93,19 +93,33 @@ struct PartitionMigrationTests {
                 "deliveries differ: only without migration \(expected.deliveries.subtracting(observed.deliveries).prefix(3)), only with \(observed.deliveries.subtracting(expected.deliveries).prefix(3))")
     }
 
-    /// Runs `fleetctl` with `arguments`; returns its exit status and output.
+    /// Runs `fleetctl` with `arguments`; returns its exit status and its standard output
+    /// followed by its standard error.
     static func fleetctl(_ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
+        let result = try fleetctlStreams(arguments, environment: environment)
+        return (result.status, result.stdout + result.stderr)
+    }
+
+    /// Runs `fleetctl` with `arguments`; returns its exit status and both streams apart.
+    static func fleetctlStreams(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = try ShutdownTests.executable("fleetctl")
         process.arguments = arguments
         process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleetctl-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let out = directory.appendingPathComponent("out"), err = directory.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
+        process.standardOutput = outHandle
+        process.standardError = errHandle
         try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try? outHandle.close()
+        try? errHandle.close()
+        return (process.terminationStatus, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
     }
 }
 
