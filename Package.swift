@@ -225,7 +225,7 @@ let package = Package(
         .testTarget(
             name: "FleetOperationsTests",
             dependencies: [
-                "FleetOperations", "FleetModel", "FleetSimulation", "FleetTestSupport",
+                "FleetOperations", "FleetModel", "FleetSimulation", "FleetTestSupport", "FleetWorkers", "Kafka",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

@@ -35,6 +35,10 @@ public struct GenerationTopics: Hashable, Sendable {
     public var state: String
     public var history: String
 
+    public init(log: String, state: String, history: String) {
+        self.log = log; self.state = state; self.history = history
+    }
+
     public var logDeadLetter: String { Topics.deadLetter(of: log) }
     public var all: [String] { [log, state, history, logDeadLetter] }
 }

@@ -1,0 +1,39 @@
+import FleetModel
+import Testing
+
+/// Generation-suffixed topic names (partition migration): the names, and that a later
+/// generation's log accepts exactly what the first one does.
+struct TopicGenerationTests {
+    @Test("generation 1 is the plain name; later ones append .g<n>, and the base is recovered")
+    func names() {
+        #expect(Topics.named(Topics.deliveryInbox, generation: 1) == "rin.delivery.inbox")
+        #expect(Worker.delivery.topics(generation: 2) == GenerationTopics(
+            log: "rin.delivery.inbox.g2", state: "delivery-worker.state.g2", history: "delivery-worker.history.g2"))
+        #expect(Worker.delivery.topics(generation: 2).logDeadLetter == "rin.delivery.inbox.g2.dlq")
+        #expect(Topics.generationBase(of: "rin.delivery.inbox.g12") == ("rin.delivery.inbox", 12))
+        #expect(Topics.generationBase(of: "rin.delivery.inbox") == ("rin.delivery.inbox", 1))
+        #expect(Topics.generationBase(of: "rin.delivery.inbox.g2.dlq") == ("rin.delivery.inbox.g2.dlq", 1))
+        #expect(Topics.generationBase(of: "x.gold") == ("x.gold", 1))
+        #expect(Topics.generationBase(of: "x.g1") == ("x.g1", 1))
+    }
+
+    @Test("only workers that own their log can migrate; their generation specs copy the first generation's configs")
+    func specs() {
+        #expect(Worker.allCases.filter(\.ownsItsLog) == [.reminder, .delivery])
+        #expect(Worker.owner(ofInbox: Topics.deliveryInbox) == .delivery)
+        #expect(Worker.owner(ofInbox: Topics.decisions) == nil)
+        let specs = Topics.generationSpecs(of: .delivery, generation: 3)
+        #expect(specs.map(\.name) == Worker.delivery.topics(generation: 3).all)
+        #expect(specs.first?.configs["message.timestamp.type"] == "LogAppendTime")
+        #expect(specs.dropFirst().first?.configs["cleanup.policy"] == "compact")
+    }
+
+    @Test("a later generation's log validates record types like the first one")
+    func decodingOnGenerations() throws {
+        let tick = #"{"v":1,"type":"tick","id":"t","user_id":""}"#
+        _ = try RecordCodec.decode(Array(tick.utf8), topic: "rin.delivery.inbox.g2")
+        #expect(throws: RecordError.self) {
+            _ = try RecordCodec.decode(Array(tick.utf8), topic: "rin.notify.decisions")
+        }
+    }
+}
