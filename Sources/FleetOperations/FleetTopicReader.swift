@@ -47,19 +47,8 @@ public struct FleetTopicReader: Sendable {
             }
         }
         guard !offsets.isEmpty else { return [] }
-        var readerConfiguration = configuration
-        readerConfiguration["group.id"] = "fleetctl-reader-\(UUID().uuidString.prefix(8))"
-        readerConfiguration["enable.partition.eof"] = "false"
-        readerConfiguration["isolation.level"] = "read_committed"
-        let consumer = try KafkaConsumer(configuration: readerConfiguration)
-        let messages: [KafkaMessage]
-        do {
-            messages = try await consumer.readToEnd(offsets, timeout: timeout)
-        } catch {
-            await consumer.close()
-            throw error
-        }
-        await consumer.close()
+        let messages = try await KafkaConsumer.readToEnd(
+            offsets, configuration: configuration, groupId: "fleetctl-reader-\(UUID().uuidString.prefix(8))", timeout: timeout)
         return messages
             .map { message in
                 var message = message

@@ -54,6 +54,30 @@ extension KafkaConsumer {
     }
 }
 
+extension KafkaConsumer {
+    /// `readToEnd` with a consumer of its own: `configuration` plus `groupId` (used for nothing
+    /// but librdkafka's queues: the consumer only assigns), `read_committed`, closed afterwards
+    /// whatever happens.
+    public static func readToEnd(
+        _ offsets: [TopicPartition: Int64], configuration: KafkaConfiguration, groupId: String,
+        settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120)
+    ) async throws -> [KafkaMessage] {
+        var readerConfiguration = configuration
+        readerConfiguration["group.id"] = groupId
+        readerConfiguration["enable.partition.eof"] = "false"
+        readerConfiguration["isolation.level"] = "read_committed"
+        let consumer = try KafkaConsumer(configuration: readerConfiguration)
+        do {
+            let messages = try await consumer.readToEnd(offsets, settle: settle, timeout: timeout)
+            await consumer.close()
+            return messages
+        } catch {
+            await consumer.close()
+            throw error
+        }
+    }
+}
+
 /// What `readToEnd` has received, shared by the reading task and the watching one.
 private final class ReadProgress: Sendable {
     private struct State {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FleetModel
+import FleetOperations
 import FleetWorkers
 import Foundation
 import Kafka
@@ -84,12 +85,6 @@ struct DecisionTable: Sendable {
                 decision.reason ?? "", decision.rule, delivered?.body ?? "",
             ])
         }
-        var widths = header.map(\.count)
-        for line in lines { for (i, cell) in line.enumerated() { widths[i] = max(widths[i], cell.count) } }
-        return lines.map { line in
-            line.enumerated().map { i, cell in
-                i == line.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n")
+        return TextTable.render(lines)
     }
 }

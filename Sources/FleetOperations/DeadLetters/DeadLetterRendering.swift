@@ -15,7 +15,7 @@ public enum DeadLetterRendering {
                 status(entry), oneLine(letter.error),
             ])
         }
-        return align(rows)
+        return TextTable.render(rows)
     }
 
     /// One JSON object per line, keys sorted: `id`, `dead_letter`, `time`, `user_id`, `type`,
@@ -60,7 +60,7 @@ public enum DeadLetterRendering {
         for header in letter.headers {
             lines.append(["header", "\(header.name)=\(header.value.map { String(decoding: $0, as: UTF8.self) } ?? "(null)")"])
         }
-        var text = align(lines) + "\nvalue:\n"
+        var text = TextTable.render(lines) + "\nvalue:\n"
         if let json = letter.json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -81,31 +81,5 @@ public enum DeadLetterRendering {
 
     private static func oneLine(_ text: String) -> String {
         text.split(whereSeparator: \.isNewline).joined(separator: " ")
-    }
-
-    private static func align(_ rows: [[String]]) -> String {
-        guard let width = rows.map(\.count).max() else { return "" }
-        var widths = Array(repeating: 0, count: width)
-        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
-        return rows.map { row in
-            row.enumerated().map { i, cell in
-                i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n")
-    }
-}
-
-/// `--since` / `--until`: an RFC 3339 time, or an age before now such as `90m`, `6h`, `2d`.
-public enum TimeBound {
-    public static func parse(_ text: String, now: Timestamp) -> Timestamp? {
-        if let time = Timestamp(rfc3339: text) { return time }
-        guard let unit = text.last, let amount = Int64(text.dropLast()), amount >= 0 else { return nil }
-        switch unit {
-        case "s": return now - .seconds(amount)
-        case "m": return now - .minutes(amount)
-        case "h": return now - .hours(amount)
-        case "d": return now - .days(amount)
-        default: return nil
-        }
     }
 }

@@ -25,22 +25,14 @@ public struct TimeWindow: Hashable, Sendable {
     ///
     /// `now` is a parameter, not a clock read: the command passes the wall clock, tests a fixed time.
     public static func bound(_ text: String, now: Timestamp) throws(TimeWindowError) -> Timestamp {
-        if let time = Timestamp(rfc3339: text) { return time }
-        guard let unit = text.last, let amount = Int64(text.dropLast()), amount >= 0 else {
-            throw TimeWindowError(argument: text)
-        }
-        switch unit {
-        case "m": return now - .minutes(amount)
-        case "h": return now - .hours(amount)
-        case "d": return now - .days(amount)
-        default: throw TimeWindowError(argument: text)
-        }
+        guard let time = TimeBound.parse(text, now: now) else { throw TimeWindowError(argument: text) }
+        return time
     }
 }
 
 public struct TimeWindowError: Error, CustomStringConvertible, Sendable {
     public var argument: String
     public var description: String {
-        "'\(argument)' is neither an RFC 3339 time such as 2026-11-21T09:00:00Z nor a span back from now such as 90m, 24h or 7d"
+        "'\(argument)' is neither an RFC 3339 time such as 2026-11-21T09:00:00Z nor a span back from now such as 90m, 24h or 7d (s, m, h, d)"
     }
 }

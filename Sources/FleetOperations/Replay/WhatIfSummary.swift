@@ -121,14 +121,14 @@ public struct WhatIfSummary: Sendable {
         lines.append("")
         var table = [["rule", "notification", "reason", "lost", "gained", "changed"]]
         table += rows.map { [$0.rule, $0.notification, $0.reason, String($0.lost), String($0.gained), String($0.changed)] }
-        lines += Self.aligned(table)
+        lines += TextTable.lines(table)
         if details {
             lines.append("")
             var list = [["change", "user", "intent", "notification", "recorded", "replayed"]]
             list += changes.map {
                 [$0.kind.rawValue, $0.userId, $0.key, $0.notification, $0.recorded?.description ?? "-", $0.replayed?.description ?? "-"]
             }
-            lines += Self.aligned(list)
+            lines += TextTable.lines(list)
         }
         return lines.joined(separator: "\n")
     }
@@ -140,17 +140,6 @@ public struct WhatIfSummary: Sendable {
         encoder.outputFormatting = [.sortedKeys]
         let data = (try? encoder.encode(Document(rows: rows, changes: changes))) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
-    }
-
-    private static func aligned(_ table: [[String]]) -> [String] {
-        guard let width = table.first?.count else { return [] }
-        var widths = Array(repeating: 0, count: width)
-        for line in table { for (i, cell) in line.enumerated() { widths[i] = max(widths[i], cell.count) } }
-        return table.map { line in
-            line.enumerated().map { i, cell in
-                i == line.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }
     }
 
     /// What one side's outputs say per intent.

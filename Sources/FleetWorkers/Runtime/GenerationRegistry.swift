@@ -75,20 +75,9 @@ public enum GenerationRegistry {
         let admin = try KafkaAdmin(configuration: configuration)
         let counts = try await admin.partitionCounts(topics: [topic])
         guard let count = counts[topic], count > 0 else { return GenerationMap() }
-        var readerConfiguration = configuration
-        readerConfiguration["group.id"] = "fleet-generations-reader"
-        readerConfiguration["enable.partition.eof"] = "false"
-        readerConfiguration["isolation.level"] = "read_committed"
-        let consumer = try KafkaConsumer(configuration: readerConfiguration)
-        let messages: [KafkaMessage]
-        do {
-            messages = try await consumer.readToEnd(
-                [TopicPartition(topic, 0): KafkaConsumer.beginning], settle: .milliseconds(200), timeout: .seconds(60))
-        } catch {
-            await consumer.close()
-            throw error
-        }
-        await consumer.close()
+        let messages = try await KafkaConsumer.readToEnd(
+            [TopicPartition(topic, 0): KafkaConsumer.beginning], configuration: configuration,
+            groupId: "fleet-generations-reader", settle: .milliseconds(200), timeout: .seconds(60))
         return try map(of: messages)
     }
 
