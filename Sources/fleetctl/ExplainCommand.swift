@@ -14,7 +14,11 @@ struct ExplainCommand: AsyncParsableCommand {
             Reads the user's partition (murmur2 of the user id, as the producers place it) of \
             rin.delivery.inbox, delivery-worker.history, rin.notify.decisions, rin.notify.deliveries, \
             rin.home.sections and rin.retention.events, each to its end as of the call, without \
-            joining a consumer group and without writing anything.
+            joining a consumer group and without writing anything. After a partition migration \
+            (fleetctl partitions migrate) every generation of the log and history that exists is read \
+            (rin.delivery.inbox.g2, delivery-worker.history.g2, ...; the user's partition of each, per \
+            its own partition count); a step's position names its generation (inbox.g2[p]@offset), and \
+            a record carried over into a newer generation shows once, where it was folded.
 
             TIMELINE: one block per step of the delivery worker that concerned the user, in log \
             order: the step's log time, its inbox position (inbox[partition]@offset), the record \
@@ -35,7 +39,7 @@ struct ExplainCommand: AsyncParsableCommand {
             can be shown (history: 14 days).
 
             --json prints one JSON document (one line, sorted keys) instead: {"user", \
-            "partition", "partitions", "profile", "since", "until", "steps", "intents"}; a step \
+            "partition", "partitions", "logs" [{generation, topic, partition, partitions}], "profile", "since", "until", "steps", "intents"}; a step \
             has "at", "inbox" {topic, partition, offset}, "fired_timers", "input" {"kind": \
             record|tick|other_user|missing, ...}, "outputs" [{"at", "topic", "record"}] and \
             "state_changes" [{"key", "before", "after"}]; an intent has "intent_id", "intent", \

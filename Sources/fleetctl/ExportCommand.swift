@@ -23,6 +23,9 @@ struct ExportCommand: AsyncParsableCommand {
             late as they did in production. The simulation starts with every user new: begin the range \
             where the users' history begins, or use fleetctl replay, which starts from the recorded state. \
             Records whose value is not a JSON object are left out and listed on standard error.
+            After a partition migration, --generation N picks the generation of the worker's log \
+            (rin.delivery.inbox.g2, ...; default: the one the worker folds now, per fleet.generations); \
+            --partition, --user, --from and --to are then partitions and offsets of that generation's log.
             Reads only: joins no consumer group and writes nothing to the brokers.
             """)
 
@@ -36,6 +39,11 @@ struct ExportCommand: AsyncParsableCommand {
 
     @Option(help: "Only this user's records (from the user's partition).")
     var user: String?
+
+    @Option(help: ArgumentHelp(
+        "The generation of the worker's log after a partition migration; offsets and partitions are that generation's log's (default: the generation the worker folds now).",
+        valueName: "N"))
+    var generation: Int?
 
     @Option(help: ArgumentHelp("First offset, or an RFC 3339 time (the first record at or after it).", valueName: "offset|time"))
     var from: String
@@ -51,6 +59,7 @@ struct ExportCommand: AsyncParsableCommand {
             throw ValidationError("--worker '\(worker)' is not one of \(Worker.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard (partition == nil) != (user == nil) else { throw ValidationError("give exactly one of --partition and --user") }
+        if let generation, generation < 1 { throw ValidationError("--generation is 1 or more") }
     }
 
     func run() async throws {
@@ -58,7 +67,8 @@ struct ExportCommand: AsyncParsableCommand {
         let scope: FleetReplay.Scope = if let user { .user(user) } else { .partition(partition ?? 0) }
         let export = FleetExport(reader: FleetTopicReader(configuration: try connection.kafkaConfiguration(), namespace: connection.namespace))
         let exported = try await export.run(
-            worker: worker, scope: scope, from: try ReplayBound(parsing: from), to: try to.map(ReplayBound.init(parsing:)))
+            worker: worker, scope: scope, from: try ReplayBound(parsing: from), to: try to.map(ReplayBound.init(parsing:)),
+            generation: generation)
         let text = exported.result.lines.map { $0 + "\n" }.joined()
         if let output {
             guard FileManager.default.createFile(atPath: output, contents: Data(text.utf8)) else {
@@ -67,7 +77,7 @@ struct ExportCommand: AsyncParsableCommand {
         } else {
             FileHandle.standardOutput.write(Data(text.utf8))
         }
-        var note = "export: \(exported.result.lines.count) lines from \(worker.foldedTopic)[\(exported.range.partition)] offsets \(exported.range.from)..<\(exported.range.to)"
+        var note = "export: \(exported.result.lines.count) lines from \(exported.topics.folded)[\(exported.range.partition)] offsets \(exported.range.from)..<\(exported.range.to)"
         if !exported.result.skipped.isEmpty {
             note += "; left out \(exported.result.skipped.count):\n  " + exported.result.skipped.joined(separator: "\n  ")
         }

@@ -25,6 +25,16 @@ struct ReplayCommand: AsyncParsableCommand {
             offset or an RFC 3339 time; a time means the first record stamped at or after it, found by scanning \
             the partition's timestamps.
 
+            After a partition migration (fleetctl partitions migrate) the worker's log, history and \
+            state exist per generation (rin.delivery.inbox.g2, delivery-worker.history.g2, ...), each a \
+            log with its own partitions and offsets. --generation N picks the generation replayed \
+            (default: the one the worker folds now, per fleet.generations; during a cutover the one \
+            before; 1 for a worker that never migrated); --partition, --user, --from and --to are then \
+            partitions and offsets of that generation's log. An old generation's log goes on past the \
+            migration's cut (records carried over into the new log, never folded there): end the range \
+            at the cut. An upstream worker's outputs are looked up in every generation of \
+            rin.delivery.inbox.
+
             The fold's state at --from is rebuilt from <worker>.history and <worker>.state, the range is \
             re-run through the runtime's own fold with the processor the worker runs, and:
             - without --profile, everything the worker wrote for those records (its output topics, the \
@@ -56,6 +66,11 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(help: "The partition of the worker's folded log to replay.")
     var partition: Int32?
 
+    @Option(help: ArgumentHelp(
+        "The generation of the worker's log to replay after a partition migration; offsets and partitions are that generation's log's (default: the generation the worker folds now).",
+        valueName: "N"))
+    var generation: Int?
+
     @Option(help: "Replay this user's partition and compare only this user's records.")
     var user: String?
 
@@ -82,8 +97,8 @@ struct ReplayCommand: AsyncParsableCommand {
 
     func validate() throws {
         if input != nil {
-            if worker != nil || partition != nil || user != nil || from != nil || to != nil {
-                throw ValidationError("--input studies a file: it takes no --worker, --partition, --user, --from or --to")
+            if worker != nil || partition != nil || user != nil || from != nil || to != nil || generation != nil {
+                throw ValidationError("--input studies a file: it takes no --worker, --partition, --user, --from, --to or --generation")
             }
             return
         }
@@ -93,6 +108,7 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         guard (partition == nil) != (user == nil) else { throw ValidationError("give exactly one of --partition and --user") }
         guard from != nil else { throw ValidationError("give --from (an offset or an RFC 3339 time)") }
+        if let generation, generation < 1 { throw ValidationError("--generation is 1 or more") }
     }
 
     func run() async throws {
@@ -106,7 +122,7 @@ struct ReplayCommand: AsyncParsableCommand {
         let scope: FleetReplay.Scope = if let user { .user(user) } else { .partition(partition ?? 0) }
         let request = FleetReplay.Request(
             worker: worker, scope: scope, from: try ReplayBound(parsing: fromText), to: try to.map(ReplayBound.init(parsing:)),
-            baseline: baselineProfile, candidate: candidate)
+            baseline: baselineProfile, candidate: candidate, generation: generation)
         let replay = FleetReplay(reader: FleetTopicReader(configuration: try connection.kafkaConfiguration(), namespace: connection.namespace))
         let report = try await replay.run(request)
         if json, case .whatIf(let summary) = report.verdict {

@@ -246,7 +246,7 @@ struct ExplainBrokerTests {
 }
 
 /// Records an issue unless each of `parts` occurs in `text` after the previous one.
-private func expectInOrder(_ text: String, _ parts: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+func expectInOrder(_ text: String, _ parts: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
     var rest = text[...]
     for part in parts {
         guard let range = rest.range(of: part) else {

@@ -1,4 +1,6 @@
 public import DeliveryPolicy
+import FleetModel
+import FleetWorkers
 
 /// `fleetctl explain`: reads one user's partition and builds the user's timeline. The command
 /// and the tests call this one function, so what is tested is what operators run.
@@ -6,10 +8,15 @@ public enum Explainer {
     /// The timeline of `user` within `window`, its state lines in `profile`'s numbers (the
     /// profile the delivery worker runs with; only the daily budget, default quiet hours and
     /// digest threshold are read from it).
+    ///
+    /// Every generation of the delivery worker's log that exists is read: 1 through the one the
+    /// registry (`fleet.generations`) names, including one whose cutover is still in progress
+    /// (its log already holds the records carried over).
     public static func explain(
         user: String, window: TimeWindow, profile: PolicyProfile, reader: FleetTopicReader
     ) async throws -> UserTimeline {
-        let log = try await UserLog.read(user: user, from: reader)
+        let registry = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace)
+        let log = try await UserLog.read(user: user, from: reader, generations: registry.entry(for: .delivery).generation)
         return UserTimeline(log: log, window: window, profile: profile)
     }
 }

@@ -16,7 +16,10 @@ public enum TimelineRendering {
         case (nil, let until?): "until \(until.rfc3339)"
         case (let since?, let until?): "from \(since.rfc3339) until \(until.rfc3339)"
         }
-        lines.append("user \(timeline.userId): \(Topics.deliveryInbox) partition \(timeline.partition) of \(timeline.partitionCount), \(range), profile \(timeline.profileName)")
+        let logs = timeline.generations.isEmpty
+            ? "\(Topics.deliveryInbox) partition \(timeline.partition) of \(timeline.partitionCount)"
+            : timeline.generations.map { "\($0.topic) partition \($0.partition) of \($0.partitionCount)" }.joined(separator: ", ")
+        lines.append("user \(timeline.userId): \(logs), \(range), profile \(timeline.profileName)")
         guard !timeline.isEmpty else {
             lines.append("no records for user \(timeline.userId) in this range")
             return lines.joined(separator: "\n") + "\n"
@@ -59,7 +62,11 @@ public enum TimelineRendering {
     }
 
     private static func position(_ coordinates: SourceCoordinates?) -> String {
-        coordinates.map { "inbox[\($0.partition)]@\($0.offset)" } ?? "inbox[?]"
+        guard let coordinates else { return "inbox[?]" }
+        // Generation 1 is plain `inbox`; a later generation's log is named with its suffix.
+        let generation = Topics.generationBase(of: coordinates.topic).generation
+        let log = generation > 1 ? "inbox.g\(generation)" : "inbox"
+        return "\(log)[\(coordinates.partition)]@\(coordinates.offset)"
     }
 
     private static func describe(_ input: StepInput) -> String {
@@ -129,7 +136,8 @@ public enum TimelineRendering {
 
     /// One JSON document (canonical: sorted keys, no insignificant space, one line):
     ///
-    ///     {"user", "partition", "partitions", "profile", "since", "until",
+    ///     {"user", "partition", "partitions", "logs": [{"generation", "topic", "partition", "partitions"}],
+    ///      "profile", "since", "until",
     ///      "steps": [{"at", "inbox": {topic, partition, offset} | null, "fired_timers",
     ///                 "input": {"kind": record|tick|other_user|missing, "record"?, "origin"?, "tick_id"?, "type"?, "detail"?},
     ///                 "outputs": [{"at", "topic", "record"}], "state_changes": [{"key", "before", "after"}]}],
@@ -142,6 +150,12 @@ public enum TimelineRendering {
             "user": .string(timeline.userId),
             "partition": .int(Int64(timeline.partition)),
             "partitions": .int(Int64(timeline.partitionCount)),
+            "logs": .array(timeline.generations.map { log in
+                .object([
+                    "generation": .int(Int64(log.generation)), "topic": .string(log.topic),
+                    "partition": .int(Int64(log.partition)), "partitions": .int(Int64(log.partitionCount)),
+                ])
+            }),
             "profile": .string(timeline.profileName),
             "since": timeline.window.since.map { .string($0.rfc3339) } ?? .null,
             "until": timeline.window.until.map { .string($0.rfc3339) } ?? .null,

@@ -20,24 +20,27 @@ extension UserTimeline {
         let history = HistoryChanges(log.history)
         let outputs = OutputsByOrigin(log.outputs)
 
-        // Every step that concerns the user, by inbox offset; outputs whose origin is no longer
-        // in the inbox form steps of their own.
-        var offsets = index.ownOffsets.union(history.byOffset.keys)
+        // Every step that concerns the user, by log position; outputs whose origin is no longer
+        // in any generation of the log form steps of their own. A record carried over to the
+        // next generation was folded there only: its old position is no step (a change the old
+        // history recorded there belongs to an attempt past the cut that was never committed).
+        var positions = index.ownPositions.union(history.byPosition.keys)
         var orphanStems: [String] = []
         for stem in outputs.stems {
-            if let offset = index.offset(ofStem: stem) { offsets.insert(offset) } else { orphanStems.append(stem) }
+            if let position = index.position(ofStem: stem) { positions.insert(position) } else { orphanStems.append(stem) }
         }
+        positions.subtract(index.carried)
 
         var steps: [TimelineStep] = []
-        for offset in offsets {
-            let message = index.messages[offset]
+        for position in positions {
+            let message = index.messages[position]
             let stepOutputs = message.flatMap { outputs.byStem[InboxIndex.stem(of: $0)] } ?? []
-            let change = history.byOffset[offset]
+            let change = history.byPosition[position]
             let at = change?.logTime ?? stepOutputs.map(\.at).max()
                 ?? Timestamp(millisecondsSinceEpoch: message?.timestamp ?? 0)
             steps.append(TimelineStep(
-                at: at, inbox: SourceCoordinates(topic: Topics.deliveryInbox, partition: log.partition, offset: offset),
-                input: index.input(at: offset),
+                at: at, inbox: position,
+                input: index.input(at: position),
                 outputs: stepOutputs,
                 stateChanges: change.map { facts.changes(from: $0.before?.view, to: $0.after.view) } ?? []))
         }
@@ -48,17 +51,20 @@ extension UserTimeline {
                 input: .missing("the inbox record these outputs derive from (\(stem)) is no longer retained"),
                 outputs: stepOutputs, stateChanges: []))
         }
-        // Log order; steps without an inbox record go by time, then by their first output's id.
-        steps.sort {
-            ($0.at, $0.inbox?.offset ?? .max, $0.outputs.first?.record.id ?? "")
-                < ($1.at, $1.inbox?.offset ?? .max, $1.outputs.first?.record.id ?? "")
+        // Log order (generation, then offset); steps without an inbox record go by time, then by
+        // their first output's id.
+        func order(_ step: TimelineStep) -> (Timestamp, Int, Int64, String) {
+            (step.at, step.inbox.map(InboxIndex.generation(of:)) ?? .max, step.inbox?.offset ?? .max,
+             step.outputs.first?.record.id ?? "")
         }
+        steps.sort { order($0) < order($1) }
 
         let shown = steps.filter { window.contains($0.at) }
         self.init(
             userId: log.userId, partition: log.partition, partitionCount: log.partitionCount, window: window,
             profileName: profile.name, steps: shown,
-            chains: Self.chains(allSteps: steps, shown: shown, index: index, history: history, facts: facts))
+            chains: Self.chains(allSteps: steps, shown: shown, index: index, history: history, facts: facts),
+            generations: log.generations)
     }
 
     /// Per intent seen in `shown` (arrived or decided there), every decision on it in `allSteps`,
@@ -86,7 +92,7 @@ extension UserTimeline {
         var links: [String: [ChainLink]] = [:]
         var state: DeliveryStateView?
         for step in allSteps {
-            if let offset = step.inbox?.offset, let change = history.byOffset[offset] { state = change.after.view }
+            if let position = step.inbox, let change = history.byPosition[position] { state = change.after.view }
             for output in step.outputs {
                 guard case .decision(let decision) = output.record, seen.contains(decision.intentId) else { continue }
                 let category = index.intents[decision.intentId]?.intent.category
@@ -101,45 +107,60 @@ extension UserTimeline {
             let arrival = index.intents[id]
             return IntentChain(
                 intentId: id, intent: arrival?.intent,
-                arrival: arrival.map { SourceCoordinates(topic: Topics.deliveryInbox, partition: $0.partition, offset: $0.offset) },
+                arrival: arrival?.position,
                 arrivedAt: arrival?.at, links: links[id] ?? [])
         }
     }
 }
 
-/// The inbox partition by offset, with the origin stem of each record (what its outputs' ids
-/// start with) and the user's own intents.
+/// The user's partition of every generation of the log by position, with the origin stem of
+/// each record (what its outputs' ids start with) and the user's own intents.
+///
+/// A record carried over from one generation's log into the next keeps its origin (so its
+/// stem): of the copies in several generations, the newest generation's is the one folded (the
+/// old fold stopped before it, see `PartitionMigration`), and the older ones are `carried`.
+/// Within one generation the first copy of a stem is the one whose step made the outputs (a
+/// re-sent copy has its original's origin).
 private struct InboxIndex {
     struct Arrival {
         var intent: Intent
-        var partition: Int32
-        var offset: Int64
+        var position: SourceCoordinates
         var at: Timestamp
     }
 
     let user: String
-    var messages: [Int64: KafkaMessage] = [:]
-    var ownOffsets: Set<Int64> = []
+    var messages: [SourceCoordinates: KafkaMessage] = [:]
+    var ownPositions: Set<SourceCoordinates> = []
+    /// Positions of records carried over into a later generation's log, where they were folded.
+    var carried: Set<SourceCoordinates> = []
     var intents: [String: Arrival] = [:]
-    private var offsetByStem: [String: Int64] = [:]
+    private var positionByStem: [String: SourceCoordinates] = [:]
 
     init(_ inbox: [KafkaMessage], user: String) {
         self.user = user
-        for message in inbox.sorted(by: { $0.offset < $1.offset }) where messages[message.offset] == nil {
-            messages[message.offset] = message
+        let ordered = inbox.map { (KafkaRecords.coordinates($0), $0) }
+            .sorted { (Self.generation(of: $0.0), $0.0.offset) < (Self.generation(of: $1.0), $1.0.offset) }
+        for (position, message) in ordered where messages[position] == nil {
+            messages[position] = message
             let stem = Self.stem(of: message)
-            // A re-sent copy has its original's origin; the original's step made the outputs.
-            if offsetByStem[stem] == nil { offsetByStem[stem] = message.offset }
-            guard message.keyText == user else { continue }
-            ownOffsets.insert(message.offset)
+            if let earlier = positionByStem[stem] {
+                guard Self.generation(of: earlier) < Self.generation(of: position) else { continue }
+                carried.insert(earlier)
+            }
+            positionByStem[stem] = position
+        }
+        for (position, message) in ordered where message.keyText == user && !carried.contains(position) {
+            ownPositions.insert(position)
             if let value = message.value, case .intent(let intent)? = try? RecordCodec.decode(value, topic: message.topic),
                intents[intent.id] == nil {
                 intents[intent.id] = Arrival(
-                    intent: intent, partition: message.partition, offset: message.offset,
-                    at: Timestamp(millisecondsSinceEpoch: message.timestamp ?? 0))
+                    intent: intent, position: position, at: Timestamp(millisecondsSinceEpoch: message.timestamp ?? 0))
             }
         }
     }
+
+    /// The generation of the log `position` is in (1 for `rin.delivery.inbox`).
+    static func generation(of position: SourceCoordinates) -> Int { Topics.generationBase(of: position.topic).generation }
 
     /// The prefix every output id of this record's step shares (see `OutputIDs`).
     static func stem(of message: KafkaMessage) -> String {
@@ -147,18 +168,19 @@ private struct InboxIndex {
         return origin.index.map { "\(origin.coordinates):\($0)" } ?? origin.coordinates.description
     }
 
-    func offset(ofStem stem: String) -> Int64? { offsetByStem[stem] }
+    func position(ofStem stem: String) -> SourceCoordinates? { positionByStem[stem] }
 
-    func input(at offset: Int64) -> StepInput {
-        guard let message = messages[offset] else {
-            return .missing("inbox offset \(offset) is no longer retained")
+    func input(at position: SourceCoordinates) -> StepInput {
+        let place = "\(position.topic)[\(position.partition)]@\(position.offset)"
+        guard let message = messages[position] else {
+            return .missing("\(place) is no longer retained")
         }
-        guard let value = message.value else { return .missing("inbox offset \(offset) has no value") }
+        guard let value = message.value else { return .missing("\(place) has no value") }
         let record: FleetRecord
         do {
             record = try RecordCodec.decode(value, topic: message.topic)
         } catch {
-            return .missing("inbox offset \(offset) does not decode: \(error)")
+            return .missing("\(place) does not decode: \(error)")
         }
         if case .tick(let tick) = record { return .tick(id: tick.id) }
         guard message.keyText == user else { return .otherUser(type: record.type) }
@@ -167,7 +189,10 @@ private struct InboxIndex {
     }
 }
 
-/// The user's `delivery-worker.history` change records by the inbox offset of their step.
+/// The user's history change records, from every generation's history, by the log position of
+/// their step (`input`: the log generation it was folded in). A migration copies the old history
+/// into the new one unchanged (header `fleet-copied-from`), so a copy has its original's
+/// position and counts once.
 private struct HistoryChanges {
     struct Change {
         var before: DeliveryState?
@@ -182,7 +207,7 @@ private struct HistoryChanges {
         var log_time: String
     }
 
-    var byOffset: [Int64: Change] = [:]
+    var byPosition: [SourceCoordinates: Change] = [:]
 
     init(_ messages: [KafkaMessage]) {
         let decoder = JSONDecoder()
@@ -190,10 +215,10 @@ private struct HistoryChanges {
             let kind = message.header(ChangelogRecords.kindHeader).map { String(decoding: $0, as: UTF8.self) }
             guard kind == ChangelogRecords.Kind.change.rawValue, let value = message.value,
                   let envelope = try? decoder.decode(Envelope.self, from: Data(value)),
-                  envelope.input.topic == Topics.deliveryInbox,
-                  byOffset[envelope.input.offset] == nil
+                  Topics.generationBase(of: envelope.input.topic).base == Topics.deliveryInbox,
+                  byPosition[envelope.input] == nil
             else { continue }
-            byOffset[envelope.input.offset] = Change(
+            byPosition[envelope.input] = Change(
                 before: envelope.before, after: envelope.after, logTime: Timestamp(rfc3339: envelope.log_time))
         }
     }

@@ -7,7 +7,7 @@ public import FleetModel
 /// `TimelineRendering`; no I/O, so tests build it from records they made themselves.
 public struct UserTimeline: Hashable, Sendable {
     public var userId: String
-    /// The user's partition of `rin.delivery.inbox` and the topic's partition count.
+    /// The user's partition of the newest generation of the log and its partition count.
     public var partition: Int32
     public var partitionCount: Int
     public var window: TimeWindow
@@ -17,6 +17,9 @@ public struct UserTimeline: Hashable, Sendable {
     public var steps: [TimelineStep]
     /// Intents that arrived or were decided in the window, in order of arrival.
     public var chains: [IntentChain]
+    /// Every generation of the delivery worker's log read (one unless the worker migrated), with
+    /// the user's partition of each; `partition` is the newest's.
+    public var generations: [UserLog.LogGeneration]
 
     public var isEmpty: Bool { steps.isEmpty }
 }
@@ -26,7 +29,8 @@ public struct UserTimeline: Hashable, Sendable {
 public struct TimelineStep: Hashable, Sendable {
     /// The step's log time (the history's `log_time`, else its outputs' or record's timestamp).
     public var at: Timestamp
-    /// Where the step's record sits in `rin.delivery.inbox`; nil when it is no longer retained.
+    /// Where the step's record sits in the generation of the log it was folded in
+    /// (`rin.delivery.inbox`, `rin.delivery.inbox.g2`, …); nil when it is no longer retained.
     public var inbox: SourceCoordinates?
     public var input: StepInput
     /// The user's outputs in the order the step produced them.

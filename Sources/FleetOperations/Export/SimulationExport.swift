@@ -10,7 +10,8 @@ public import Kafka
 /// - **Topic.** A record the worker's ingest stage forwarded (provenance headers naming the
 ///   ingest topic, e.g. `rin.app.activity`) is written on that external topic, where the
 ///   simulator's ingest forwards it again. Every other record (an upstream worker's intent, a
-///   tick, a record written straight into the log) is written on the folded topic itself.
+///   tick, a record written straight into the log) is written on the folded topic itself (its
+///   generation-1 name when a later generation is exported: the simulator has no generations).
 /// - **Time.** `at` is the record's timestamp, raised to the largest one before it when it is
 ///   earlier: the simulator requires non-decreasing lines, and the fold processes an earlier-
 ///   stamped record at its log time anyway (`PartitionFold`).
@@ -64,16 +65,17 @@ public enum SimulationExport {
         }
         if user != nil, topics.worker.ingestTopic != nil, let clock, let last, lastWritten.map({ $0 < clock }) ?? true {
             let tick = Tick(id: "export:\(topics.folded):\(last.partition):\(last.offset)")
-            lines.append(envelope(at: clock, topic: topics.folded, key: nil, value: RecordCodec.encodeString(.tick(tick))))
+            lines.append(envelope(at: clock, topic: topics.worker.foldedTopic, key: nil, value: RecordCodec.encodeString(.tick(tick))))
         }
         return Result(lines: lines, skipped: skipped)
     }
 
-    /// The external topic of a record the ingest stage forwarded, else the folded topic.
+    /// The external topic of a record the ingest stage forwarded, else the folded topic under
+    /// its generation-1 name: a simulation has one generation, whatever the one exported.
     static func sourceTopic(of message: KafkaMessage, topics: WorkerTopics) -> String {
         let origin = KafkaRecords.origin(of: message)
         if origin.index == nil, origin.coordinates.topic == topics.worker.ingestTopic { return origin.coordinates.topic }
-        return topics.folded
+        return topics.worker.foldedTopic
     }
 
     private static func envelope(at: Timestamp, topic: String, key: String?, value: String) -> String {
@@ -96,14 +98,20 @@ public struct FleetExport: Sendable {
     public init(reader: FleetTopicReader) { self.reader = reader }
 
     public struct Exported: Sendable {
+        /// The topics read: `topics.folded` is the log whose offsets `range` gives.
+        public var topics: WorkerTopics
         public var range: ReplayRange
         public var result: SimulationExport.Result
     }
 
-    public func run(worker: Worker, scope: FleetReplay.Scope, from: ReplayBound, to: ReplayBound?) async throws -> Exported {
-        let topics = WorkerTopics(worker: worker)
+    /// - Parameter generation: the generation of the worker's log exported (see `WorkerTopics`);
+    ///   nil: the one the worker folds now, per the registry.
+    public func run(
+        worker: Worker, scope: FleetReplay.Scope, from: ReplayBound, to: ReplayBound?, generation: Int? = nil
+    ) async throws -> Exported {
+        let topics = try await WorkerTopics.resolve(worker: worker, generation: generation, reader: reader)
         let read = try await RangeReader(reader: reader, topics: topics).read(scope: scope, from: from, to: to, withChangelogs: false)
         let user: String? = if case .user(let user) = scope { user } else { nil }
-        return Exported(range: read.range, result: SimulationExport.lines(read.rangeLog, topics: topics, user: user))
+        return Exported(topics: topics, range: read.range, result: SimulationExport.lines(read.rangeLog, topics: topics, user: user))
     }
 }

@@ -37,10 +37,16 @@ public struct FleetReplay: Sendable {
         public var baseline: FleetProfile
         /// A profile to ask "what if" with; nil compares with what was recorded.
         public var candidate: FleetProfile?
+        /// The generation of the worker's log replayed (its topics after a partition migration,
+        /// see `WorkerTopics`); nil: the one the worker folds now, per the registry.
+        public var generation: Int?
 
-        public init(worker: Worker, scope: Scope, from: ReplayBound, to: ReplayBound?, baseline: FleetProfile, candidate: FleetProfile?) {
+        public init(
+            worker: Worker, scope: Scope, from: ReplayBound, to: ReplayBound?, baseline: FleetProfile, candidate: FleetProfile?,
+            generation: Int? = nil
+        ) {
             self.worker = worker; self.scope = scope; self.from = from; self.to = to
-            self.baseline = baseline; self.candidate = candidate
+            self.baseline = baseline; self.candidate = candidate; self.generation = generation
         }
     }
 
@@ -52,6 +58,8 @@ public struct FleetReplay: Sendable {
     }
 
     public struct Report: Sendable {
+        /// The topics read: `topics.folded` is the log whose offsets `range` gives.
+        public var topics: WorkerTopics
         public var range: ReplayRange
         /// Records of the range re-run.
         public var recordsReplayed: Int
@@ -65,7 +73,7 @@ public struct FleetReplay: Sendable {
     public init(reader: FleetTopicReader) { self.reader = reader }
 
     public func run(_ request: Request) async throws -> Report {
-        let topics = WorkerTopics(worker: request.worker)
+        let topics = try await WorkerTopics.resolve(worker: request.worker, generation: request.generation, reader: reader)
         let rangeReader = RangeReader(reader: reader, topics: topics)
         let read = try await rangeReader.read(scope: request.scope, from: request.from, to: request.to, withChangelogs: true)
         let user: String? = if case .user(let user) = request.scope { user } else { nil }
@@ -93,7 +101,7 @@ public struct FleetReplay: Sendable {
                 replayed: replayed.outputs.filter(mine) + replayed.history.filter(mine)))
         }
         return Report(
-            range: read.range, recordsReplayed: read.rangeLog.count, verdict: verdict,
+            topics: topics, range: read.range, recordsReplayed: read.rangeLog.count, verdict: verdict,
             replayedOutputs: replayed.outputs.filter(mine))
     }
 
@@ -131,7 +139,7 @@ extension FleetReplay.Report {
     /// What `fleetctl replay` prints: a line naming what was replayed, then "identical", each
     /// difference, or the what-if summary.
     public func render(worker: Worker, details: Bool) -> String {
-        let head = "\(worker.rawValue): replayed \(WorkerTopics(worker: worker).folded)[\(range.partition)] offsets \(range.from)..<\(range.to) (\(recordsReplayed) records)"
+        let head = "\(worker.rawValue): replayed \(topics.folded)[\(range.partition)] offsets \(range.from)..<\(range.to) (\(recordsReplayed) records)"
         switch verdict {
         case .comparison(let comparison): return head + "\n" + comparison.render()
         case .whatIf(let summary): return head + "\n" + summary.render(details: details)

@@ -61,7 +61,11 @@ struct RangeReader: Sendable {
             records: log.map { ($0.offset, $0.timestamp.map(Timestamp.init(millisecondsSinceEpoch:))) }, end: end)
         var read = Read(range: range, log: log)
         if withChangelogs {
-            read.history = messages.filter { $0.topic == topics.history }
+            // A migrated generation's history starts with copies of the previous one's (header
+            // `fleet-copied-from`), whose input offsets are the previous log's: not this log's.
+            read.history = messages.filter {
+                $0.topic == topics.history && $0.header(StateRekeying.copiedFromHeader) == nil
+            }
             read.changelog = messages.filter { $0.topic == topics.state }
         }
         return read

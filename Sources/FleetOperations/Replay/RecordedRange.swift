@@ -23,11 +23,24 @@ public struct RecordedRange: Sendable {
         range: ReplayRange, stems: Set<String>, topics: WorkerTopics, user: String?
     ) {
         var seen = Set<ComparedRecord.Slot>()
-        for message in messages where user == nil || message.key == user.map({ Array($0.utf8) }) {
+        // An upstream worker's outputs go into whichever generation of the delivery inbox was
+        // current; a replay writes them to the generation-1 name. A record carried over from one
+        // generation into the next is the same record: the oldest generation's copy, as the
+        // worker wrote it, is compared.
+        var generationOfSlot: [ComparedRecord.Slot: Int] = [:]
+        let ordered = messages.enumerated().sorted {
+            (Topics.generationBase(of: $0.element.topic).generation, $0.offset)
+                < (Topics.generationBase(of: $1.element.topic).generation, $1.offset)
+        }.map(\.element)
+        for message in ordered where user == nil || message.key == user.map({ Array($0.utf8) }) {
             guard let value = message.value, let record = try? RecordCodec.decode(value),
                   let stem = PartitionReplay.stem(ofId: record.id), stems.contains(String(stem))
             else { continue }
-            let compared = ComparedRecord(message, key: record.id)
+            let (base, generation) = Topics.generationBase(of: message.topic)
+            var compared = ComparedRecord(message, key: record.id)
+            compared.topic = base
+            if let first = generationOfSlot[compared.slot], first < generation { continue }
+            generationOfSlot[compared.slot] = generation
             outputs.append(compared)
             if seen.insert(compared.slot).inserted { records.append(record) }
         }
