@@ -152,6 +152,8 @@ struct CrashRun {
         var action: @Sendable (FleetHarness) async throws -> Void
         /// Awaited after `action` started, before the next wave: until the intervention is under way.
         var underWay: @Sendable (FleetHarness) async throws -> Void = { _ in }
+        /// Run once every wave is complete, before the fleet is torn down: checks on the topics.
+        var atEnd: @Sendable (FleetHarness) async throws -> Void = { _ in }
     }
 
     static func run(
@@ -238,6 +240,7 @@ struct CrashRun {
                 traffic.waves.count, progress: progress, processes: processes, faults: injector != nil, requireDecisions: true,
                 timeout: intervention?.waveTimeout)
             try await quiesce(recorder)
+            try await intervention?.atEnd(fleet)
         } catch {
             await disturbing?.value
             intervening?.cancel()

@@ -32,7 +32,7 @@ struct PartitionMigrationTests {
 
         let newLog = Worker.delivery.topics(generation: 2).log
         let migrationOutput = MigrationOutput()
-        let intervention = CrashRun.Intervention(
+        var intervention = CrashRun.Intervention(
             name: "migrated 4 → 8", afterWave: 3, completeBeforeWave: 6,
             overrides: ["FLEET_METADATA_CHECK_INTERVAL_MS": "1000"],
             generationInboxes: [newLog: (Int32(Self.after), .delivery)]
@@ -54,6 +54,23 @@ struct PartitionMigrationTests {
                 guard ContinuousClock.now < deadline else { throw CrashRun.WaveFailure(description: "the old log was not cut") }
                 try await Task.sleep(for: .milliseconds(500))
             }
+        }
+        intervention.atEnd = { fleet in
+            // The incident tools on the migrated worker, as the runbook types them: a replay of
+            // a new-generation partition reproduces it, and a user's timeline spans both
+            // generations.
+            let environment = fleet.environment(for: .delivery)
+            for partition in 0..<Self.after {
+                let replay = try Self.fleetctl(
+                    ["replay", "--worker", "delivery-worker", "--partition", String(partition), "--from", "0"], environment: environment)
+                #expect(replay.0 == 0 && replay.1.contains("identical") && replay.1.contains("rin.delivery.inbox.g2[\(partition)]"),
+                        "replay of generation 2 partition \(partition): \(replay.1)")
+            }
+            let user = try #require(traffic.users.first).id
+            let explained = try Self.fleetctl(["explain", "--user", user], environment: environment)
+            #expect(explained.0 == 0, "\(explained.1)")
+            #expect(explained.1.contains("rin.delivery.inbox partition") && explained.1.contains("rin.delivery.inbox.g2 partition"),
+                    "explain after the migration: \(explained.1.prefix(600))")
         }
         let migrated = try await CrashRun.run(traffic, guarantee: .atLeastOnce, killerSeed: nil, intervention: intervention)
         print(migrated.summary)
