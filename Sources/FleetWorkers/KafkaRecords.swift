@@ -23,14 +23,18 @@ public enum KafkaRecords {
         return record
     }
 
-    /// The ingest stage's copy of an external record for its worker's inbox: same key, value and
-    /// timestamp, plus the source coordinates (DESIGN.md principle 3). Validation happened before.
-    /// A redriven record keeps the coordinates it was dead-lettered at (see `origin(of:)`), so
-    /// the inbox folds it with the ids it would have had.
-    public static func forward(_ message: KafkaMessage, to inbox: String, in namespace: TopicNamespace) -> ProducerRecord {
+    /// A copy of `message` for a worker's log, naming its origin: same key, value and timestamp,
+    /// plus `origin(of:)` in provenance headers. Validation happened before.
+    ///
+    /// The ingest stage's copy of an external record carries where it was read (DESIGN.md
+    /// principle 3); a redriven record keeps the coordinates it was dead-lettered at; a record of
+    /// the previous generation's log carried over after a partition migration keeps the
+    /// provenance it already had (or, first written there, where it was read). So the log's
+    /// owner folds each with the ids it would have had.
+    public static func forward(_ message: KafkaMessage, to log: String, in namespace: TopicNamespace) -> ProducerRecord {
         ProducerRecord(
-            topic: namespace.physical(inbox), key: message.key, value: message.value,
-            headers: provenanceHeaders(origin(of: message).coordinates) + redriveTrace(message), timestamp: message.timestamp)
+            topic: namespace.physical(log), key: message.key, value: message.value,
+            headers: originHeaders(message), timestamp: message.timestamp)
     }
 
     /// The identity a folded record's ids derive from: its provenance headers when a fleet
@@ -111,13 +115,17 @@ public enum KafkaRecords {
     /// redriven copy, which names its original coordinates (and `source-index`, if any). So a
     /// record keeps one identity however often it fails and is redriven.
     public static func deadLetter(_ message: KafkaMessage, error: RecordError, in namespace: TopicNamespace) -> ProducerRecord {
+        ProducerRecord(
+            topic: namespace.physical(Topics.deadLetter(of: message.topic)), key: message.key, value: message.value,
+            headers: [KafkaHeader(Header.error, error.message)] + originHeaders(message), timestamp: message.timestamp)
+    }
+
+    /// `origin(of:)` as headers: the coordinates, the index when there is one, and a redrive's
+    /// trace.
+    private static func originHeaders(_ message: KafkaMessage) -> [KafkaHeader] {
         let origin = origin(of: message)
         let index = origin.index.map { [KafkaHeader(Header.sourceIndex, String($0))] } ?? []
-        return ProducerRecord(
-            topic: namespace.physical(Topics.deadLetter(of: message.topic)), key: message.key, value: message.value,
-            headers: [KafkaHeader(Header.error, error.message)] + provenanceHeaders(origin.coordinates) + index
-                + redriveTrace(message),
-            timestamp: message.timestamp)
+        return provenanceHeaders(origin.coordinates) + index + redriveTrace(message)
     }
 
     /// Decodes a consumed record, checking that its key is its user (records are partitioned by

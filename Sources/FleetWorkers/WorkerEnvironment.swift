@@ -64,6 +64,13 @@ public struct WorkerSettings: Sendable {
     public var worker: Worker
     public var bootstrapServers: String
     public var groupId: String
+
+    /// The worker's consumer group: `FLEET_GROUP_ID` when set, else the topic prefix and the
+    /// worker's name, so fleets sharing a cluster under different prefixes never share a group.
+    /// Tools that address a worker's group (`fleetctl partitions migrate`) name it the same way.
+    public static func groupId(of worker: Worker, configured: String?, topicPrefix: String) -> String {
+        configured ?? topicPrefix + worker.rawValue
+    }
     public var instanceId: String?
     public var batchMaxRecords: Int
     public var guarantee: DeliveryGuarantee
@@ -96,8 +103,8 @@ public struct WorkerSettings: Sendable {
         }
         self.worker = worker
         self.bootstrapServers = value(WorkerEnvironment.bootstrapServers) ?? "127.0.0.1:9092"
-        // Fleets sharing a cluster under different prefixes must not share consumer groups.
-        self.groupId = value(WorkerEnvironment.groupId) ?? (value(WorkerEnvironment.topicPrefix) ?? "") + worker.rawValue
+        self.groupId = Self.groupId(
+            of: worker, configured: value(WorkerEnvironment.groupId), topicPrefix: value(WorkerEnvironment.topicPrefix) ?? "")
         self.instanceId = value(WorkerEnvironment.instanceId) ?? environment["POD_NAME"]
         self.batchMaxRecords = try positiveInt(WorkerEnvironment.batchMaxRecords)
         let guaranteeText = value(WorkerEnvironment.guarantee) ?? ""

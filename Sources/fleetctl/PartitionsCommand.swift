@@ -1,6 +1,7 @@
 import ArgumentParser
 import FleetModel
 import FleetOperations
+import FleetWorkers
 import Foundation
 
 /// Partition counts: the one change workers refuse to take in place.
@@ -47,7 +48,8 @@ struct PartitionsCommand: AsyncParsableCommand {
                 throw ValidationError("unknown worker '\(self.worker)': one of \(Worker.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             let environment = ProcessInfo.processInfo.environment
-            let groupId = group ?? environment["FLEET_GROUP_ID"] ?? connection.namespace.prefix + worker.rawValue
+            let groupId = WorkerSettings.groupId(
+                of: worker, configured: group ?? environment[WorkerEnvironment.groupId.name], topicPrefix: connection.namespace.prefix)
             let migration = PartitionMigration(
                 worker: worker, partitions: to, configuration: try connection.kafkaConfiguration(), namespace: connection.namespace,
                 groupId: groupId, replicationFactor: replicationFactor, waitTimeout: .seconds(waitTimeout))

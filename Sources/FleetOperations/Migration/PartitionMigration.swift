@@ -225,7 +225,7 @@ public struct PartitionMigration: Sendable {
     }
 
     private func rekeyedChangelog(_ changelog: [KafkaMessage], cuts: [Int32: Int64], topic: String) throws -> Rekeyed {
-        func rekey<State: Codable & Sendable>(_ type: State.Type) throws -> Rekeyed {
+        func rekey<State: Codable & Hashable & Sendable>(_ type: State.Type) throws -> Rekeyed {
             let (states, logTime) = try StateRekeying.committedStates(in: changelog, cuts: cuts, as: type)
             let records = try StateRekeying.changelogRecords(states: states, logTime: logTime, partitions: partitions, topic: topic)
             return Rekeyed(records: records, users: states.count, logTime: logTime)

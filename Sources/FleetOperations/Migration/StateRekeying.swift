@@ -28,26 +28,23 @@ public enum StateRekeying {
     }
 
     /// What the old changelog says every user's committed state is at the cuts, and the latest
-    /// log time of any partition.
-    public static func committedStates<State: Codable & Sendable>(
+    /// log time of any partition: each partition read under the restore rule
+    /// (`StateRestorer.Builder`) with its cut as the committed offset.
+    public static func committedStates<State: Codable & Hashable & Sendable>(
         in changelog: [KafkaMessage], cuts: [Int32: Int64], as _: State.Type
     ) throws -> (states: [String: State], logTime: Timestamp?) {
-        var states: [String: State] = [:]
-        var logTime: Timestamp?
+        var partitions: [Int32: StateRestorer<State>.Builder] = [:]
         for message in changelog.sorted(by: { ($0.partition, $0.offset) < ($1.partition, $1.offset) }) {
             guard let cut = cuts[message.partition] else {
                 throw RekeyError(description: "partition \(message.partition) of \(message.topic) has no cut")
             }
-            switch try ChangelogRecords.entry(of: message, as: State.self) {
-            case .state(let user, let inputOffset, let state):
-                if inputOffset < cut { states[user] = state }
-            case .position(let inputOffset, let time):
-                if inputOffset < cut { logTime = max(logTime ?? time, time) }
-            case .marker, .cut:
-                break
-            }
+            partitions[message.partition, default: StateRestorer.Builder(committed: cut)]
+                .apply(try ChangelogRecords.entry(of: message, as: State.self))
         }
-        return (states, logTime)
+        // A user lives on one old partition; log time never goes backwards, so the latest wins.
+        var states: [String: State] = [:]
+        for partition in partitions.values { states.merge(partition.states) { _, new in new } }
+        return (states, partitions.values.compactMap(\.logTime).max())
     }
 
     /// The new generation's changelog records: one state per user on its new partition, and a

@@ -369,17 +369,7 @@ actor FoldCore<P: UserProcessor> {
     /// The ingest stage: validates an external record and forwards it into the inbox, keyed by
     /// user, with its timestamp and source coordinates; a bad one goes to `<topic>.dlq`.
     private func forward(_ physical: KafkaMessage, namespace: TopicNamespace) {
-        var message = physical
-        message.topic = namespace.logical(physical.topic) ?? physical.topic
-        do {
-            _ = try KafkaRecords.decode(message)
-        } catch {
-            deadLetter(message, error: error, namespace: namespace)
-            return
-        }
-        let log = generations.route(layout.worker.foldedTopic)
-        unit.records.append(KafkaRecords.forward(message, to: log, in: namespace))
-        observer?.recordOut(topic: log, count: 1)
+        forward(physical, to: generations.route(layout.worker.foldedTopic), namespace: namespace)
     }
 
     /// A record of the previous generation's log, carried over into this generation's with its
@@ -387,6 +377,12 @@ actor FoldCore<P: UserProcessor> {
     /// the new log gets its own. A record the old fold would have dead-lettered goes to the dead
     /// letters here, as it would have there.
     private func carryOver(_ physical: KafkaMessage, namespace: TopicNamespace) {
+        forward(physical, to: layout.topics.log, namespace: namespace, keepingTicks: false)
+    }
+
+    /// Validates `physical` and copies it into the log `log` (logical) with its origin, or
+    /// dead-letters it.
+    private func forward(_ physical: KafkaMessage, to log: String, namespace: TopicNamespace, keepingTicks: Bool = true) {
         var message = physical
         message.topic = namespace.logical(physical.topic) ?? physical.topic
         let record: FleetRecord
@@ -396,9 +392,9 @@ actor FoldCore<P: UserProcessor> {
             deadLetter(message, error: error, namespace: namespace)
             return
         }
-        if case .tick = record { return }
-        unit.records.append(KafkaRecords.carryOver(message, to: layout.topics.log, in: namespace))
-        observer?.recordOut(topic: layout.topics.log, count: 1)
+        if !keepingTicks, case .tick = record { return }
+        unit.records.append(KafkaRecords.forward(message, to: log, in: namespace))
+        observer?.recordOut(topic: log, count: 1)
     }
 
     private func emit(_ outputs: [OutputRecord], origin: SourceCoordinates, recordTimestamp: Int64?, namespace: TopicNamespace) {

@@ -69,10 +69,13 @@ public enum GenerationRegistry {
     }
 
     /// Reads the whole registry (it is small: a few records per migration ever made). A missing
-    /// registry topic means no worker ever migrated.
-    public static func read(configuration: KafkaConfiguration, namespace: TopicNamespace) async throws -> GenerationMap {
+    /// registry topic means no worker ever migrated. A caller that keeps an admin client (a
+    /// worker's periodic check) passes it instead of having one made per read.
+    public static func read(
+        configuration: KafkaConfiguration, namespace: TopicNamespace, admin: KafkaAdmin? = nil
+    ) async throws -> GenerationMap {
         let topic = namespace.physical(Topics.generations)
-        let admin = try KafkaAdmin(configuration: configuration)
+        let admin = try admin ?? KafkaAdmin(configuration: configuration)
         let counts = try await admin.partitionCounts(topics: [topic])
         guard let count = counts[topic], count > 0 else { return GenerationMap() }
         let messages = try await KafkaConsumer.readToEnd(

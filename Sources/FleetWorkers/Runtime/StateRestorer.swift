@@ -111,15 +111,19 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         }
     }
 
-    /// One partition's restore in progress.
-    struct Builder {
-        let committed: Int64?
-        var states: [String: State] = [:]
-        var logTime: Timestamp?
-        var cut: (generation: Int, committedOffset: Int64)?
+    /// One partition's changelog read in offset order, under the restore rule: per user the
+    /// last state below the committed offset, the last such log time, and the first cut. The
+    /// one definition of that rule, for restores and for a migration's re-key.
+    public struct Builder: Sendable {
+        public let committed: Int64?
+        public private(set) var states: [String: State] = [:]
+        public private(set) var logTime: Timestamp?
+        public private(set) var cut: (generation: Int, committedOffset: Int64)?
         var recordsRead = 0
 
-        mutating func apply(_ entry: ChangelogRecords.Entry<State>) {
+        public init(committed: Int64?) { self.committed = committed }
+
+        public mutating func apply(_ entry: ChangelogRecords.Entry<State>) {
             switch entry {
             case .state(let user, let inputOffset, let state):
                 if isCommitted(inputOffset) { states[user] = state }

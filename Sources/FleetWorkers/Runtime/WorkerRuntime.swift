@@ -226,14 +226,14 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
             }
             if let stale = await core.staleLayout {
                 let current = (try? await GenerationRegistry.read(
-                    configuration: settings.producerConfiguration, namespace: settings.topics)) ?? generations
+                    configuration: settings.producerConfiguration, namespace: settings.topics, admin: admin)) ?? generations
                 throw GenerationChanged(map: current, reason: stale)
             }
             if now - lastMetadataCheck >= settings.metadataCheckInterval {
                 lastMetadataCheck = now
                 do {
                     let current = try await GenerationRegistry.read(
-                        configuration: settings.producerConfiguration, namespace: settings.topics)
+                        configuration: settings.producerConfiguration, namespace: settings.topics, admin: admin)
                     if current.entry(for: settings.worker) != layout.entry {
                         throw GenerationChanged(map: current, reason: "the registry moved \(settings.worker.rawValue) to generation \(current.entry(for: settings.worker).generation) (\(current.entry(for: settings.worker).phase.rawValue))")
                     }
