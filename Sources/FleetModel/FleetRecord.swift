@@ -101,7 +101,7 @@ extension FleetRecord: Codable {
         }
         let type = try header.decode(String.self, forKey: .type)
         guard let decode = FleetRecord.decoders[type] else {
-            throw DecodingError.dataCorruptedError(forKey: .type, in: header, debugDescription: "unknown type '\(type)'")
+            throw DecodingError.dataCorruptedError(forKey: .type, in: header, debugDescription: "unknown type \(RecordError.quote(type))")
         }
         self = try decode(decoder)
     }
@@ -169,6 +169,8 @@ public enum RecordCodec {
         } catch {
             throw RecordError("not valid JSON")
         }
+        // Sizes first (`RecordLimits`): no error below may quote an oversized value.
+        try RecordLimits.standard.checkFields(node)
         let record: FleetRecord
         do {
             record = try FleetRecord(from: JSONNodeDecoder(node))
@@ -221,11 +223,21 @@ public enum RecordCodec {
                 return "not valid JSON"
             }
             let field = path(context.codingPath)
-            if field == "type" || field == "v" { return context.debugDescription }
-            return "field '\(field)': \(context.debugDescription)"
+            let detail = quotingValues(context.debugDescription)
+            if field == "type" || field == "v" { return detail }
+            return "field '\(field)': \(detail)"
         @unknown default:
             return "\(error)"
         }
+    }
+
+    /// Foundation's and the standard library's messages quote the offending value in full
+    /// ("Cannot initialize EntrySource from invalid String value …"): the value is re-quoted
+    /// short (`RecordError.quote`).
+    static func quotingValues(_ description: String) -> String {
+        let marker = " from invalid String value "
+        guard let range = description.range(of: marker) else { return description }
+        return String(description[..<range.upperBound]) + RecordError.quote(description[range.upperBound...])
     }
 
     private static func jsonKind(_ type: Any.Type) -> String {

@@ -70,7 +70,7 @@ public struct SectionItem: RecordPayload {
 
     public func validate() throws(RecordError) {
         guard Self.sections.contains(section) else {
-            throw RecordError("field 'section' is '\(section)', not one of \(Self.sections.sorted().joined(separator: ", "))")
+            throw RecordError("field 'section' is \(RecordError.quote(section)), not one of \(Self.sections.sorted().joined(separator: ", "))")
         }
         try requireNonEmpty(itemId, "item_id")
     }

@@ -128,13 +128,44 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     /// between input lines; `origin` names the log position the ids derive from (the next
     /// offset of the folded log), `firstIndex` the first index to use there.
     @inlinable
-    public mutating func advance(to time: Timestamp, origin: SourceCoordinates, firstIndex: Int = 0) -> FoldStep<P.State> {
+    public mutating func advance(
+        to time: Timestamp, origin: SourceCoordinates, originIndex: Int? = nil, firstIndex: Int = 0
+    ) -> FoldStep<P.State> {
         let now = max(time, storedLogTime ?? time)
-        var step = FoldStep<P.State>(ids: OutputIDs(origin: origin, startingAt: firstIndex))
+        var step = FoldStep<P.State>(ids: OutputIDs(origin: origin, originIndex: originIndex, startingAt: firstIndex))
         fireTimers(dueBy: now, into: &step)
         storedLogTime = now
         timers.endOfStep()
         return step
+    }
+
+    /// Takes back `step`, the step the last `apply` returned, and folds the record as if it had
+    /// been rejected: every user it changed gets back the state (and timer) it had before, the
+    /// log time goes back to `logTimeBefore`, and then only the timers that were due at the
+    /// record's time fire again, with the same ids (`advance` from the same coordinates). The
+    /// result is byte for byte the step `apply` returns when the processor throws `error`.
+    ///
+    /// Why: some reasons to refuse a record are only known from what its step produced (an
+    /// output or a state image over its size bound, `RecordLimits`); checking after the step
+    /// costs nothing on the common path, where nothing is refused.
+    @inlinable
+    public mutating func reject(
+        _ step: FoldStep<P.State>, logTimeBefore: Timestamp?, timestamp: Timestamp, coordinates: SourceCoordinates,
+        originIndex: Int? = nil, firstIndex: Int = 0, error: RecordError
+    ) -> FoldStep<P.State> {
+        for change in step.changes {
+            if let before = change.before {
+                storedStates[change.userId] = before
+                timers.update(change.userId, to: processor.nextWakeUp(before))
+            } else {
+                storedStates[change.userId] = nil
+                timers.update(change.userId, to: nil)
+            }
+        }
+        storedLogTime = logTimeBefore
+        var again = advance(to: timestamp, origin: coordinates, originIndex: originIndex, firstIndex: firstIndex)
+        again.deadLetter = error
+        return again
     }
 
     /// Fires due users in (time, user id) order, each with `now` = its due time (or the log

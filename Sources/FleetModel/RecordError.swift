@@ -3,7 +3,16 @@
 public struct RecordError: Error, Hashable, Sendable, CustomStringConvertible {
     public var message: String
 
-    public init(_ message: String) { self.message = message }
+    /// Messages longer than `maxMessageCharacters` are cut, naming their length: an error is
+    /// copied into a dead letter's header and a log line, and must never carry a record's
+    /// content in full (see `quote(_:limit:)`).
+    public init(_ message: String) {
+        if message.utf8.count <= Self.maxMessageCharacters {
+            self.message = message
+        } else {
+            self.message = String(message.prefix(Self.maxMessageCharacters - 48)) + "… (message cut: \(message.utf8.count) bytes)"
+        }
+    }
 
     public var description: String { message }
 

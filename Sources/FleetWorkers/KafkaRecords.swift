@@ -1,3 +1,4 @@
+import Crypto
 public import FleetModel
 public import Kafka
 
@@ -6,9 +7,14 @@ public import Kafka
 /// carry logical topic names (see `TopicNamespace`).
 public enum KafkaRecords {
     public static func producerRecord(_ output: OutputRecord, in namespace: TopicNamespace) -> ProducerRecord {
+        producerRecord(output, value: RecordCodec.encode(output.record), in: namespace)
+    }
+
+    /// The same, with `value` the record's canonical encoding, already made.
+    public static func producerRecord(_ output: OutputRecord, value: [UInt8], in namespace: TopicNamespace) -> ProducerRecord {
         ProducerRecord(
             topic: namespace.physical(output.topic), key: output.key.isEmpty ? nil : Array(output.key.utf8),
-            value: RecordCodec.encode(output.record), timestamp: output.timestamp.millisecondsSinceEpoch)
+            value: value, timestamp: output.timestamp.millisecondsSinceEpoch)
     }
 
     /// An output for another worker's inbox, carrying its provenance: the coordinates of the step
@@ -18,7 +24,14 @@ public enum KafkaRecords {
     public static func producerRecord(
         _ output: OutputRecord, from step: SourceCoordinates, index: Int, in namespace: TopicNamespace
     ) -> ProducerRecord {
-        var record = producerRecord(output, in: namespace)
+        producerRecord(output, value: RecordCodec.encode(output.record), from: step, index: index, in: namespace)
+    }
+
+    /// The same, with `value` the record's canonical encoding, already made.
+    public static func producerRecord(
+        _ output: OutputRecord, value: [UInt8], from step: SourceCoordinates, index: Int, in namespace: TopicNamespace
+    ) -> ProducerRecord {
+        var record = producerRecord(output, value: value, in: namespace)
         record.headers = provenanceHeaders(step) + [KafkaHeader(Header.sourceIndex, String(index))]
         return record
     }
@@ -92,6 +105,12 @@ public enum KafkaRecords {
         public static let sourceIndex = "source-index"
         /// On a redriven copy: the coordinates of the dead letter it was made from.
         public static let redrivenFrom = "redriven-from"
+        /// On a dead letter whose original value was too large to carry: `reference` (the value
+        /// is a `DeadLetterReference`, see `deadLetter(_:error:in:limits:)`).
+        public static let valueOmitted = "value-omitted"
+        /// On a dead letter the runtime wrote after the input's outputs failed to produce
+        /// again and again (`FoldCore`'s quarantine): how many unit attempts failed.
+        public static let quarantined = "quarantined-after"
     }
 
     /// The `redriven-from` header of `message`, if any, to carry along with it.
@@ -114,10 +133,44 @@ public enum KafkaRecords {
     /// was read, except for a record carrying trusted provenance (see `origin(of:)`), such as a
     /// redriven copy, which names its original coordinates (and `source-index`, if any). So a
     /// record keeps one identity however often it fails and is redriven.
-    public static func deadLetter(_ message: KafkaMessage, error: RecordError, in namespace: TopicNamespace) -> ProducerRecord {
-        ProducerRecord(
-            topic: namespace.physical(Topics.deadLetter(of: message.topic)), key: message.key, value: message.value,
-            headers: [KafkaHeader(Header.error, error.message)] + originHeaders(message), timestamp: message.timestamp)
+    ///
+    /// A dead letter always fits (DESIGN.md principle 7): a record whose key and value exceed
+    /// `limits.maxRecordBytes` is carried by reference instead — where it was read, its sizes,
+    /// its SHA-256 and its first bytes (`DeadLetterReference`) — with the `value-omitted:
+    /// reference` header; `fleetctl dlq` shows it and re-drives it from the source topic.
+    public static func deadLetter(
+        _ message: KafkaMessage, error: RecordError, in namespace: TopicNamespace, limits: RecordLimits = .standard,
+        extraHeaders: [KafkaHeader] = []
+    ) -> ProducerRecord {
+        let keyBytes = message.key?.count ?? 0
+        let valueBytes = message.value?.count ?? 0
+        var headers = [KafkaHeader(Header.error, error.message)] + originHeaders(message) + extraHeaders
+        var key = message.key
+        var value = message.value
+        if keyBytes + valueBytes > limits.maxRecordBytes {
+            let reference = DeadLetterReference(
+                topic: message.topic, partition: message.partition, offset: message.offset, keyBytes: keyBytes,
+                valueBytes: valueBytes, sha256: sha256Hex(message.value ?? []),
+                prefix: String(decoding: (message.value ?? []).prefix(DeadLetterReference.prefixBytes), as: UTF8.self))
+            value = reference.encoded()
+            if keyBytes > RecordLimits.identifierBytes { key = nil }
+            headers.append(KafkaHeader(Header.valueOmitted, DeadLetterReference.headerValue))
+        }
+        return ProducerRecord(
+            topic: namespace.physical(Topics.deadLetter(of: message.topic)), key: key, value: value, headers: headers,
+            timestamp: message.timestamp)
+    }
+
+    /// Lower-case hex SHA-256 of `bytes`, as a dead-letter reference names its original value.
+    public static func sha256Hex(_ bytes: [UInt8]) -> String {
+        let hex: [Character] = Array("0123456789abcdef")
+        var text = ""
+        text.reserveCapacity(64)
+        for byte in SHA256.hash(data: bytes) {
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0F)])
+        }
+        return text
     }
 
     /// `origin(of:)` as headers: the coordinates, the index when there is one, and a redrive's
@@ -130,13 +183,16 @@ public enum KafkaRecords {
 
     /// Decodes a consumed record, checking that its key is its user (records are partitioned by
     /// user, so a mismatch would put state on the wrong partition).
-    public static func decode(_ message: KafkaMessage) throws(RecordError) -> FleetRecord {
+    ///
+    /// The record's size is checked first (`limits.maxRecordBytes`), before any of it is parsed.
+    public static func decode(_ message: KafkaMessage, limits: RecordLimits = .standard) throws(RecordError) -> FleetRecord {
         guard let value = message.value else { throw RecordError("record has no value") }
+        try limits.checkRecordSize(keyBytes: message.key?.count ?? 0, valueBytes: value.count)
         let record = try RecordCodec.decode(value, topic: message.topic)
         let key = message.key.map { String(decoding: $0, as: UTF8.self) } ?? ""
         if case .tick = record { return record }
         if key != record.userId {
-            throw RecordError("record key '\(key)' differs from user_id '\(record.userId)'")
+            throw RecordError("record key \(RecordError.quote(key)) differs from user_id \(RecordError.quote(record.userId))")
         }
         return record
     }

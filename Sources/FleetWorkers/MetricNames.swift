@@ -42,9 +42,19 @@ public enum MetricNames {
     /// Gauge. 1 while a topic is not processed because its partition count changed, by `topic`.
     public static let partitionCountMismatch = "fleet_partition_count_mismatch"
 
+    /// Gauge. Commit units that failed in a row since the last successful commit (0 while
+    /// the worker makes progress). `/readyz` fails from 3, `/healthz` from `FLEET_STALL_UNITS`.
+    public static let unitFailures = "fleet_unit_failures_consecutive"
+    /// Gauge. The offset of the input whose record the broker refused in the latest failed
+    /// unit, by `topic` and `partition`; -1 once units commit again.
+    public static let failingInput = "fleet_failing_input_offset"
+    /// Counter. Inputs dead-lettered after their records failed to produce
+    /// `FLEET_POISON_ATTEMPTS` times (quarantined), by `topic`.
+    public static let quarantinedInputs = "fleet_quarantined_inputs_total"
+
     public static let all: [String] = [
         recordsIn, recordsOut, consumerLag, commitLatency, commits, restoringPartitions, restoredStates, restoreRate,
         ready, decisions, deliveries, securityDeliveryLatency, deadLetters, rebalances, ticksWritten, timerLateness,
-        partitionCountMismatch,
+        partitionCountMismatch, unitFailures, failingInput, quarantinedInputs,
     ]
 }

@@ -49,13 +49,29 @@ public enum WorkerEnvironment {
         meaning: "Prefix of every physical topic name (e.g. `staging.`), so fleets can share a cluster. Record ids use the logical names.")
     public static let logLevel = Variable(
         name: "FLEET_LOG_LEVEL", defaultValue: "info", meaning: "trace, debug, info, notice, warning, error or critical.")
+    public static let maxRecordBytes = Variable(
+        name: "FLEET_MAX_RECORD_BYTES", defaultValue: String(RecordLimits.standard.maxRecordBytes),
+        meaning: "Largest input record (key + value) a worker folds or forwards; a larger one is dead-lettered by reference (source coordinates, size, SHA-256, first bytes). 16384–450000.")
+    public static let maxOutputBytes = Variable(
+        name: "FLEET_MAX_OUTPUT_BYTES", defaultValue: String(RecordLimits.standard.maxOutputBytes),
+        meaning: "Largest output record a step may write; an input whose step would write a larger one is dead-lettered instead, deterministically (replay agrees). 16384–450000.")
+    public static let maxStateBytes = Variable(
+        name: "FLEET_MAX_STATE_BYTES", defaultValue: String(RecordLimits.standard.maxStateBytes),
+        meaning: "Largest encoded user state a step may leave; an input that would grow a state past it is dead-lettered instead, deterministically. 16384–450000.")
+    public static let poisonAttempts = Variable(
+        name: "FLEET_POISON_ATTEMPTS", defaultValue: "3",
+        meaning: "How many commit units may fail on a record one input caused (e.g. the broker refuses its size) before that input is dead-lettered with a `quarantined-after` header and the partition goes on.")
+    public static let stallUnits = Variable(
+        name: "FLEET_STALL_UNITS", defaultValue: "20",
+        meaning: "Consecutive failed commit units after which /healthz fails (the worker makes no progress: restart it); /readyz fails from the third.")
     public static let kafkaPassThrough = Variable(
         name: "KAFKA_*", defaultValue: nil,
         meaning: "Any librdkafka property: KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol (lowercase, _ → .).")
 
     public static let all: [Variable] = [
         bootstrapServers, groupId, instanceId, guarantee, commitInterval, tickInterval, batchMaxRecords,
-        httpPort, httpHost, profile, metadataCheckInterval, topicPrefix, logLevel, kafkaPassThrough,
+        httpPort, httpHost, profile, metadataCheckInterval, topicPrefix, logLevel, maxRecordBytes, maxOutputBytes,
+        maxStateBytes, poisonAttempts, stallUnits, kafkaPassThrough,
     ]
 }
 
@@ -86,6 +102,12 @@ public struct WorkerSettings: Sendable {
     public var topics: TopicNamespace
     /// librdkafka properties from `KAFKA_*` variables (TLS, SASL, timeouts …).
     public var kafkaPassThrough: KafkaConfiguration
+    /// Sizes of the record contract (`RecordLimits`); replay must use the same to agree.
+    public var limits: RecordLimits
+    /// Failed units caused by one input before it is dead-lettered (quarantined).
+    public var poisonAttempts: Int
+    /// Consecutive failed units after which the worker reports itself not alive.
+    public var stallUnits: Int
 
     public init(worker: Worker, environment: [String: String]) throws(SettingsError) {
         func value(_ v: WorkerEnvironment.Variable) -> String? {
@@ -124,6 +146,18 @@ public struct WorkerSettings: Sendable {
         self.logLevel = value(WorkerEnvironment.logLevel) ?? "info"
         self.topics = TopicNamespace(prefix: value(WorkerEnvironment.topicPrefix) ?? "")
         self.kafkaPassThrough = KafkaConfiguration.fromEnvironment(environment)
+        func byteLimit(_ v: WorkerEnvironment.Variable) throws(SettingsError) -> Int {
+            let n = try positiveInt(v)
+            guard RecordLimits.allowedRange.contains(n) else {
+                throw SettingsError("\(v.name) must lie in \(RecordLimits.allowedRange.lowerBound)–\(RecordLimits.allowedRange.upperBound), got \(n)")
+            }
+            return n
+        }
+        self.limits = RecordLimits(
+            maxRecordBytes: try byteLimit(WorkerEnvironment.maxRecordBytes), maxOutputBytes: try byteLimit(WorkerEnvironment.maxOutputBytes),
+            maxStateBytes: try byteLimit(WorkerEnvironment.maxStateBytes))
+        self.poisonAttempts = try positiveInt(WorkerEnvironment.poisonAttempts)
+        self.stallUnits = try positiveInt(WorkerEnvironment.stallUnits)
     }
 
     /// The consumer's configuration: our group and member id, then any `KAFKA_*` overrides.

@@ -20,6 +20,10 @@ public struct KafkaError: Error, Sendable, Equatable, CustomStringConvertible {
     public let requiresAbort: Bool
     /// The client instance is unusable; create a new one (for a fenced producer: stop).
     public let isFatal: Bool
+    /// For a failed `KafkaProducer.send` of several records: the position of the record that
+    /// failed (the first, in record order), so the caller can tell which record — and which of
+    /// its inputs — the broker refused.
+    public internal(set) var recordIndex: Int? = nil
 
     public var description: String {
         var flags: [String] = []
@@ -55,6 +59,17 @@ public struct KafkaError: Error, Sendable, Equatable, CustomStringConvertible {
         code == RD_KAFKA_RESP_ERR__FENCED.rawValue
             || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED.rawValue
             || code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH.rawValue
+    }
+
+    /// The broker (or librdkafka, before sending) refused this one record for what it is — its
+    /// size, its format — not for the state of the connection: producing it again fails the
+    /// same way, so retrying the whole batch cannot help.
+    public var isRecordSpecific: Bool {
+        code == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE.rawValue
+            || code == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE.rawValue
+            || code == RD_KAFKA_RESP_ERR_INVALID_RECORD.rawValue
+            || code == RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE.rawValue
+            || code == RD_KAFKA_RESP_ERR_INVALID_MSG.rawValue
     }
 
     /// The operation did not finish within its timeout.

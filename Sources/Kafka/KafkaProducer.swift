@@ -130,7 +130,10 @@ public final class KafkaProducer: Sendable {
         reports.reserveCapacity(records.count)
         for index in 0..<records.count {
             let slot = batch.slots[index]
-            if let error = slot.error { throw error }
+            if var error = slot.error {
+                error.recordIndex = index
+                throw error
+            }
             reports.append(DeliveryReport(topic: records[index].topic, partition: slot.partition, offset: slot.offset))
         }
         return reports

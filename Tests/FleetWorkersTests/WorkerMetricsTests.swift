@@ -189,6 +189,10 @@ private func exerciseEverything(_ metrics: any RuntimeObserver) {
     metrics.tickWritten()
     metrics.timerLateness(seconds: 0.5)
     metrics.partitionCountMismatch(topic: "rin.access.requests", active: false)
+    metrics.unitFailures(consecutive: 0)
+    metrics.failingInput(topic: "rin.access.requests", partition: 0, offset: 3)
+    metrics.failingInputCleared()
+    metrics.inputQuarantined(topic: "rin.access.requests")
 }
 
 /// The sample lines (no comments) of the registry's exposition.

@@ -31,6 +31,7 @@ public struct DeliveryEngine: UserProcessor {
         case .intent(let intent):
             let entry = try IntentValidation.validate(intent, profile: prepared)
             if state.memory.contains(intent.id) { return }  // P-IDEM-1
+            if !entry.type.alwaysDeliver { try Capacity.check(state) }
             withStep(&state, &context) { $0.intentArrived(intent, entry: entry) }
         case .sectionItem, .retentionEvent, .userSignedUp, .appOpened, .notificationOpened, .notificationDismissed,
             .settingsChanged, .permissionChanged, .userAction, .scoreViewed:
@@ -49,6 +50,33 @@ public struct DeliveryEngine: UserProcessor {
 
     public func nextWakeUp(_ state: DeliveryState) -> Timestamp? {
         EngineStep.nextWakeUp(state, profile: profile)
+    }
+
+    /// How much one user's state may hold, so that no producer can grow it without bound
+    /// (DESIGN.md principle 7, `RecordLimits`): a non-security intent that would go beyond is
+    /// refused — dead-lettered with this error, and re-drivable once the user's backlog is
+    /// decided — instead of making a state, history record or delivery too large to write.
+    /// Security intents are never refused (P-BUD-1).
+    public enum Capacity {
+        /// Intents waiting in windows and deferrals, held back for the digest, or summarised by
+        /// a pending digest.
+        public static let maxUndecidedIntents = 500
+        /// Ids remembered for P-IDEM-1 beyond which non-security intents are refused; the last
+        /// quarter of the memory's capacity is kept for security intents and activity.
+        public static let maxRememberedForIntents = IdempotencyMemory.capacity * 3 / 4
+
+        static func check(_ state: DeliveryState) throws(RecordError) {
+            var undecided = state.day?.heldBack.count ?? 0
+            for candidate in state.pending { undecided += candidate.intents.count + candidate.summarised.count }
+            if undecided >= maxUndecidedIntents {
+                throw RecordError(
+                    "user already holds \(undecided) undecided intents, the most one user may hold (\(maxUndecidedIntents)); this intent is refused so the user's state stays bounded")
+            }
+            if state.memory.count >= maxRememberedForIntents {
+                throw RecordError(
+                    "user had \(state.memory.count) inputs within the idempotency window, the most for non-security intents (\(maxRememberedForIntents)); this intent is refused so the user's state stays bounded")
+            }
+        }
     }
 
     /// `record.id` for the records `recordArrived` handles. `FleetRecord.id` reads it through

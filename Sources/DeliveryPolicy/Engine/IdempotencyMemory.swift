@@ -31,9 +31,17 @@ struct IdempotencyMemory: Hashable, Sendable {
         return entries.contains { $0.hash == h }
     }
 
+    /// Remembers `id`; beyond `capacity` ids the oldest is forgotten, so a user's state stays
+    /// bounded (`RecordLimits`) whatever a producer floods it with. The delivery engine refuses
+    /// non-security intents well before (`DeliveryEngine.Capacity`), so only security intents
+    /// and activity records of a flooded user can push out the oldest ids.
     mutating func remember(_ id: String, at time: Timestamp) {
         entries.append(Entry(hash: Self.hash(id), minute: Self.minute(time)))
+        if entries.count > Self.capacity { entries.removeFirst(entries.count - Self.capacity) }
     }
+
+    /// The most ids one user's memory holds: 4 096 × 12 bytes, 64 KiB as base64.
+    static let capacity = 4_096
 
     /// Forgets ids seen before `cutoff`.
     mutating func forget(before cutoff: Timestamp) {

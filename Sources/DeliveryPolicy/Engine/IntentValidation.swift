@@ -33,13 +33,13 @@ enum IntentValidation {
     /// copied all its fields once per intent).
     static func validate(_ intent: Intent, profile prepared: PreparedProfile) throws(RecordError) -> CatalogEntry {
         guard let entry = prepared.catalog[intent.notification] else {
-            throw RecordError("unknown notification type '\(intent.notification)' (P-CAT-1: not in the '\(prepared.profile.name)' catalog)")
+            throw RecordError("unknown notification type \(RecordError.quote(intent.notification)) (P-CAT-1: not in the '\(prepared.profile.name)' catalog)")
         }
         if entry.type.generated {
-            throw RecordError("notification type '\(intent.notification)' is made by the delivery worker itself and cannot be requested")
+            throw RecordError("notification type \(RecordError.quote(intent.notification)) is made by the delivery worker itself and cannot be requested")
         }
         if intent.category != entry.type.category {
-            throw RecordError("field 'category' is '\(intent.category)', but '\(intent.notification)' is in category '\(entry.type.category)'")
+            throw RecordError("field 'category' is \(RecordError.quote(intent.category)), but '\(intent.notification)' is in category '\(entry.type.category)'")
         }
         let data = intent.data
         func scalar(_ field: String) throws(RecordError) {

@@ -1,4 +1,5 @@
 public import CoreMetrics
+import Synchronization
 public import FleetModel
 
 /// The one place that creates the metrics named in `MetricNames`, with the labels documented
@@ -57,6 +58,11 @@ public final class WorkerMetrics: Sendable {
     private let ticksWritten: Counter
     private let timerLateness: Timer
     private let partitionCountMismatches: HandleCache<String, Gauge>
+    private let unitFailures: Gauge
+    private let failingInputs: HandleCache<TopicPartition, Gauge>
+    /// The partitions whose `failingInput` gauge was set, to reset them to -1.
+    private let failingSet = Mutex<Set<TopicPartition>>([])
+    private let quarantinedInputs: HandleCache<String, Counter>
 
     /// - Parameters:
     ///   - worker: The `worker` label value, e.g. `delivery-worker`.
@@ -116,7 +122,17 @@ public final class WorkerMetrics: Sendable {
         partitionCountMismatches = HandleCache {
             Gauge(label: MetricNames.partitionCountMismatch, dimensions: labels([("topic", $0)]), factory: factory)
         }
+        unitFailures = gauge(MetricNames.unitFailures)
+        failingInputs = HandleCache {
+            Gauge(
+                label: MetricNames.failingInput, dimensions: labels([("topic", $0.topic), ("partition", String($0.partition))]),
+                factory: factory)
+        }
+        quarantinedInputs = HandleCache {
+            Counter(label: MetricNames.quarantinedInputs, dimensions: labels([("topic", $0)]), factory: factory)
+        }
         ready.record(0)
+        unitFailures.record(0)
     }
 
     // MARK: Consuming and producing
@@ -184,6 +200,34 @@ public final class WorkerMetrics: Sendable {
     /// 1 while `topic` is not processed because its partition count changed, 0 once it is again.
     public func partitionCountMismatch(topic: String, active: Bool) {
         partitionCountMismatches[topic].record(active ? 1 : 0)
+    }
+
+    // MARK: Failed units
+
+    /// Commit units failed in a row (0 once one commits).
+    public func unitFailures(consecutive: Int) {
+        unitFailures.record(consecutive)
+    }
+
+    /// The input blamed for the latest failed unit (`topic` logical).
+    public func failingInput(topic: String, partition: Int, offset: Int64) {
+        let key = TopicPartition(topic: topic, partition: partition)
+        failingSet.withLock { _ = $0.insert(key) }
+        failingInputs[key].record(offset)
+    }
+
+    /// Units commit again: every failing-input gauge goes back to -1.
+    public func failingInputCleared() {
+        let keys = failingSet.withLock { set in
+            defer { set.removeAll() }
+            return set
+        }
+        for key in keys { failingInputs[key].record(-1) }
+    }
+
+    /// One input dead-lettered after its records failed to produce again and again.
+    public func inputQuarantined(topic: String) {
+        quarantinedInputs[topic].increment()
     }
 
     /// One consumer-group rebalance event.

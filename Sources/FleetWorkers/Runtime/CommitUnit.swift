@@ -10,7 +10,10 @@ public import Kafka
 /// unit's inputs to be processed again from the committed offsets and the committed state.
 struct CommitUnit<State: Sendable>: Sendable {
     /// Outputs, forwards, ticks, history and dead letters, in production order.
-    var records: [ProducerRecord] = []
+    private(set) var records: [ProducerRecord] = []
+    /// For each of `records`, the input that caused it (nil for ticks): when the broker refuses
+    /// one record, the runtime knows which input to blame (`FoldCore`'s quarantine).
+    private(set) var causes: [InputPosition?] = []
     /// Per folded partition, the latest state of each user changed in this unit and the input
     /// offset it reflects. One changelog record per user per unit: the changelog is compacted,
     /// so only the last one would survive anyway.
@@ -23,6 +26,11 @@ struct CommitUnit<State: Sendable>: Sendable {
     var openedAt: ContinuousClock.Instant?
 
     var isEmpty: Bool { offsets.isEmpty && records.isEmpty }
+
+    mutating func append(_ record: ProducerRecord, cause: InputPosition?) {
+        records.append(record)
+        causes.append(cause)
+    }
 
     mutating func touch(at now: ContinuousClock.Instant) {
         if openedAt == nil { openedAt = now }
@@ -38,4 +46,12 @@ struct CommitUnit<State: Sendable>: Sendable {
             }
         }
     }
+}
+
+/// One consumed record: its partition (physical topic name) and offset.
+struct InputPosition: Hashable, Sendable, CustomStringConvertible {
+    var partition: TopicPartition
+    var offset: Int64
+
+    var description: String { "\(partition)@\(offset)" }
 }

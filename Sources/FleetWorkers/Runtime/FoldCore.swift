@@ -327,38 +327,47 @@ actor FoldCore<P: UserProcessor> {
 
         var message = physical
         message.topic = namespace.logical(physical.topic) ?? physical.topic
+        let cause = InputPosition(partition: physical.topicPartition, offset: physical.offset)
+        if let quarantine = quarantined[cause] {
+            // Its outputs failed to produce again and again: dead-lettered as it is, the fold
+            // untouched (as for a record that does not decode), so the partition goes on.
+            deadLetter(message, error: quarantine.error, namespace: namespace, cause: cause, quarantinedAfter: quarantine.attempts)
+            return true
+        }
         let wakeUp = fold.nextWakeUp
         let logTimeBefore = fold.logTime
-        let folded = LogFolding.fold(message, into: &fold)
-        if let error = folded.deadLetter { deadLetter(message, error: error, namespace: namespace) }
+        let folded = LogFolding.fold(message, into: &fold, limits: settings.limits)
+        if let error = folded.deadLetter { deadLetter(message, error: error, namespace: namespace, cause: cause) }
         guard let step = folded.step else { return true }
+        if let failure = folded.stateEncodingError {
+            fatal = WorkerStopped(description: failure)
+            return true
+        }
         let timestamp = folded.timestamp
         if let wakeUp, wakeUp <= timestamp {
             observer?.timerLateness(seconds: Double(timestamp.millisecondsSinceEpoch - wakeUp.millisecondsSinceEpoch) / 1000)
         }
-        emit(step.outputs, origin: folded.origin, recordTimestamp: message.timestamp, namespace: namespace)
+        emit(step.outputs, values: folded.outputValues, origin: folded.origin, recordTimestamp: message.timestamp, namespace: namespace, cause: cause)
 
         let input = KafkaRecords.coordinates(message)
         let logTime = fold.logTime ?? timestamp
-        for change in step.changes {
-            let after: [UInt8]
+        for (change, after) in zip(step.changes, folded.stateImages) {
             let before: [UInt8]?
-            do {
-                after = try StateCoding.encode(change.after)
-                if let cached = encodedInUnit[partition]?[change.userId] {
-                    before = cached
-                } else {
+            if let cached = encodedInUnit[partition]?[change.userId] {
+                before = cached
+            } else {
+                do {
                     before = try change.before.map { try StateCoding.encode($0) }
+                } catch {
+                    fatal = WorkerStopped(description: "cannot encode the state of user \(change.userId): \(error)")
+                    continue
                 }
-            } catch {
-                fatal = WorkerStopped(description: "cannot encode the state of user \(change.userId): \(error)")
-                continue
             }
             encodedInUnit[partition, default: [:]][change.userId] = after
             unit.states[partition, default: [:]][change.userId] = (after, physical.offset)
-            unit.records.append(ChangelogRecords.change(
+            unit.append(ChangelogRecords.change(
                 userId: change.userId, before: before, after: after, input: input, logTime: logTime,
-                topic: layout.historyTopic, partition: partition))
+                topic: layout.historyTopic, partition: partition), cause: cause)
         }
         if fold.logTime != logTimeBefore, let time = fold.logTime {
             unit.positions[partition] = (physical.offset, time)
@@ -385,24 +394,32 @@ actor FoldCore<P: UserProcessor> {
     private func forward(_ physical: KafkaMessage, to log: String, namespace: TopicNamespace, keepingTicks: Bool = true) {
         var message = physical
         message.topic = namespace.logical(physical.topic) ?? physical.topic
+        let cause = InputPosition(partition: physical.topicPartition, offset: physical.offset)
+        if let quarantine = quarantined[cause] {
+            deadLetter(message, error: quarantine.error, namespace: namespace, cause: cause, quarantinedAfter: quarantine.attempts)
+            return
+        }
         let record: FleetRecord
         do {
-            record = try KafkaRecords.decode(message)
+            record = try KafkaRecords.decode(message, limits: settings.limits)
         } catch {
-            deadLetter(message, error: error, namespace: namespace)
+            deadLetter(message, error: error, namespace: namespace, cause: cause)
             return
         }
         if !keepingTicks, case .tick = record { return }
-        unit.records.append(KafkaRecords.forward(message, to: log, in: namespace))
+        unit.append(KafkaRecords.forward(message, to: log, in: namespace), cause: cause)
         observer?.recordOut(topic: log, count: 1)
     }
 
-    private func emit(_ outputs: [OutputRecord], origin: SourceCoordinates, recordTimestamp: Int64?, namespace: TopicNamespace) {
-        for (index, output) in outputs.enumerated() {
+    private func emit(
+        _ outputs: [OutputRecord], values: [[UInt8]], origin: SourceCoordinates, recordTimestamp: Int64?, namespace: TopicNamespace,
+        cause: InputPosition
+    ) {
+        for (index, (output, value)) in zip(outputs, values).enumerated() {
             // Records for an inbox go to the generation its owner currently takes writes in.
             var routed = output
             routed.topic = generations.route(output.topic)
-            unit.records.append(LogFolding.producerRecord(for: routed, index: index, of: origin, in: namespace))
+            unit.append(LogFolding.producerRecord(for: routed, value: value, index: index, of: origin, in: namespace), cause: cause)
             observer?.recordOut(topic: output.topic, count: 1)
             switch output.record {
             case .decision(let decision):
@@ -419,11 +436,23 @@ actor FoldCore<P: UserProcessor> {
         }
     }
 
-    private func deadLetter(_ message: KafkaMessage, error: RecordError, namespace: TopicNamespace) {
+    /// `quarantinedAfter`: the input is dead-lettered because its records failed to produce
+    /// that many times; it is then always carried by reference (the smallest dead letter
+    /// there is), since the broker may have refused the value itself.
+    private func deadLetter(
+        _ message: KafkaMessage, error: RecordError, namespace: TopicNamespace, cause: InputPosition, quarantinedAfter: Int? = nil
+    ) {
         logger.warning("dead-lettered", metadata: [
             "source": "\(message.topic)[\(message.partition)]@\(message.offset)", "error": "\(error.message)",
+            "bytes": "\((message.key?.count ?? 0) + (message.value?.count ?? 0))",
         ])
-        unit.records.append(KafkaRecords.deadLetter(message, error: error, in: namespace))
+        var limits = settings.limits
+        var extra: [KafkaHeader] = []
+        if let quarantinedAfter {
+            limits.maxRecordBytes = 0
+            extra = [KafkaHeader(KafkaRecords.Header.quarantined, String(quarantinedAfter))]
+        }
+        unit.append(KafkaRecords.deadLetter(message, error: error, in: namespace, limits: limits, extraHeaders: extra), cause: cause)
         observer?.deadLetter(topic: message.topic)
         observer?.recordOut(topic: Topics.deadLetter(of: message.topic), count: 1)
     }
@@ -442,9 +471,9 @@ actor FoldCore<P: UserProcessor> {
             else { continue }
             if let last = entry.lastTick, now - last < interval { continue }
             let tick = Tick(id: "\(layout.topics.log):\(partition):tick:\(wallClock.millisecondsSinceEpoch)")
-            unit.records.append(ProducerRecord(
+            unit.append(ProducerRecord(
                 topic: layout.foldedTopic, partition: partition, key: nil, value: RecordCodec.encode(.tick(tick)),
-                timestamp: wallClock.millisecondsSinceEpoch))
+                timestamp: wallClock.millisecondsSinceEpoch), cause: nil)
             unit.touch(at: now)
             folded[partition]?.lastTick = now
             observer?.tickWritten()
@@ -467,16 +496,19 @@ actor FoldCore<P: UserProcessor> {
         if let fatal { throw fatal }
         guard !unit.isEmpty else { return }
         var records = unit.records
+        var causes = unit.causes
         for (partition, users) in unit.states.sorted(by: { $0.key < $1.key }) {
             for (user, entry) in users.sorted(by: { $0.key < $1.key }) {
                 records.append(ChangelogRecords.state(
                     userId: user, stateJSON: entry.state, inputOffset: entry.inputOffset,
                     topic: layout.stateTopic, partition: partition))
+                causes.append(InputPosition(partition: TopicPartition(layout.foldedTopic, partition), offset: entry.inputOffset))
             }
         }
         for (partition, position) in unit.positions.sorted(by: { $0.key < $1.key }) {
             records.append(ChangelogRecords.position(
                 logTime: position.logTime, inputOffset: position.inputOffset, topic: layout.stateTopic, partition: partition))
+            causes.append(nil)
         }
         let offsets = unit.offsets
         let started = ContinuousClock.now
@@ -499,7 +531,7 @@ actor FoldCore<P: UserProcessor> {
                     throw WorkerStopped(description: "aborting the transaction failed: \(error)")
                 }
                 observer?.commit(result: .aborted)
-                await rewindAll(reason: "transaction aborted: \(error)")
+                await unitFailed(error, causes: causes, what: "the transaction was aborted")
                 return
             }
         case .atLeastOnce:
@@ -507,7 +539,7 @@ actor FoldCore<P: UserProcessor> {
                 _ = try await producer.send(records)
             } catch {
                 observer?.commit(result: .aborted)
-                await rewindAll(reason: "producing the unit failed: \(error)")
+                await unitFailed(error, causes: causes, what: "producing the unit failed")
                 return
             }
             do {
@@ -532,6 +564,95 @@ actor FoldCore<P: UserProcessor> {
         committedOffsets.merge(offsets) { _, new in new }
         unit = CommitUnit()
         encodedInUnit = [:]
+        unitSucceeded(committed: offsets)
+    }
+
+    // MARK: Failed units
+
+    /// An input whose records the broker refused `attempts` times: from now on it is
+    /// dead-lettered instead of folded or forwarded.
+    struct Quarantine: Sendable {
+        var error: RecordError
+        var attempts: Int
+    }
+
+    /// Inputs to dead-letter instead of processing (kept across rewinds, dropped once committed
+    /// past).
+    private(set) var quarantined: [InputPosition: Quarantine] = [:]
+    /// Per input, how many units in a row failed on a record it caused.
+    private var failedAttempts: [InputPosition: Int] = [:]
+    /// Units that failed since the last successful commit.
+    private(set) var consecutiveFailures = 0
+    /// The last failure, for readiness and logs.
+    private var lastFailure: (error: String, input: InputPosition?)?
+
+    /// A unit did not commit. Rewinds every partition to its committed offsets and state (the
+    /// unit is redone identically) — but never silently in circles (DESIGN.md principle 7):
+    ///
+    /// - when the broker refused one record for what it is (`KafkaError.isRecordSpecific`:
+    ///   size, format), the input that caused it is named in the log and the metrics, and after
+    ///   `FLEET_POISON_ATTEMPTS` such failures it is quarantined: dead-lettered (by reference,
+    ///   with a `quarantined-after` header) instead of processed, so the partition goes on;
+    /// - from the third failed unit in a row `/readyz` says why, and from `FLEET_STALL_UNITS`
+    ///   on `/healthz` fails, so Kubernetes stops routing to or restarts a worker that cannot
+    ///   make progress.
+    private func unitFailed(_ error: KafkaError, causes: [InputPosition?], what: String) async {
+        consecutiveFailures += 1
+        observer?.unitFailures(consecutive: consecutiveFailures)
+        var blamed: InputPosition?
+        if error.isRecordSpecific, let index = error.recordIndex, causes.indices.contains(index) { blamed = causes[index] }
+        lastFailure = ("\(what): \(error)", blamed)
+        if let blamed {
+            let attempts = (failedAttempts[blamed] ?? 0) + 1
+            failedAttempts[blamed] = attempts
+            let logical = settings.topics.logical(blamed.partition.topic) ?? blamed.partition.topic
+            observer?.failingInput(topic: logical, partition: Int(blamed.partition.partition), offset: blamed.offset)
+            if attempts >= settings.poisonAttempts {
+                failedAttempts[blamed] = nil
+                quarantined[blamed] = Quarantine(
+                    error: RecordError(
+                        "the broker refused a record it caused \(attempts) times (\(error.name): \(error.message)); dead-lettered so the partition goes on (FLEET_POISON_ATTEMPTS)"),
+                    attempts: attempts)
+                observer?.inputQuarantined(topic: logical)
+                logger.error("input quarantined: it will be dead-lettered instead of processed", metadata: [
+                    "input": "\(logical)[\(blamed.partition.partition)]@\(blamed.offset)", "attempts": "\(attempts)",
+                    "error": "\(error)",
+                ])
+            } else {
+                logger.error("unit failed on a record one input caused; retrying", metadata: [
+                    "input": "\(logical)[\(blamed.partition.partition)]@\(blamed.offset)", "attempt": "\(attempts)",
+                    "of": "\(settings.poisonAttempts)", "error": "\(error)",
+                ])
+            }
+        } else {
+            logger.error("unit failed; retrying", metadata: [
+                "consecutive_failures": "\(consecutiveFailures)", "error": "\(error)",
+            ])
+        }
+        if consecutiveFailures >= settings.stallUnits {
+            health.stall("\(consecutiveFailures) commit units in a row failed (FLEET_STALL_UNITS=\(settings.stallUnits)); latest: \(what): \(error)")
+        }
+        await rewindAll(reason: "\(what): \(error)")
+    }
+
+    /// A unit committed: the failure streak ends, and quarantined inputs it committed past are
+    /// forgotten (they were dead-lettered in it).
+    private func unitSucceeded(committed offsets: [TopicPartition: Int64]) {
+        if consecutiveFailures > 0 || lastFailure != nil {
+            consecutiveFailures = 0
+            lastFailure = nil
+            failedAttempts = [:]
+            observer?.unitFailures(consecutive: 0)
+            observer?.failingInputCleared()
+            health.stall(nil)
+            reportRestoring()
+        }
+        if !quarantined.isEmpty {
+            quarantined = quarantined.filter { input, _ in
+                guard let next = offsets[input.partition] else { return true }
+                return input.offset >= next
+            }
+        }
     }
 
     /// `commit_transaction`, retried while librdkafka says a retry can succeed.
@@ -566,6 +687,10 @@ actor FoldCore<P: UserProcessor> {
         reasons += mismatches.keys.sorted().compactMap { mismatches[$0] }
         if let staleLayout { reasons.append(staleLayout) }
         if let fatal { reasons.append(fatal.description) }
+        if consecutiveFailures >= 3, let lastFailure {
+            let input = lastFailure.input.map { " (caused by \($0))" } ?? ""
+            reasons.append("the last \(consecutiveFailures) commit units failed\(input); latest: \(lastFailure.error)")
+        }
         return reasons
     }
 

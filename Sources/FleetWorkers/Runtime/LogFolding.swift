@@ -10,7 +10,8 @@ public enum LogFolding {
         /// The fold step; nil when the record did not decode (the fold was not touched, and the
         /// partition's log time did not move).
         public var step: FoldStep<State>?
-        /// Why the record goes to `<topic>.dlq`: it did not decode, or the processor rejected it.
+        /// Why the record goes to `<topic>.dlq`: it did not decode, the processor rejected it,
+        /// or its step would have written more than `RecordLimits` allow.
         public var deadLetter: RecordError?
         /// The coordinates its ids derive from (`KafkaRecords.origin(of:)`).
         public var origin: SourceCoordinates
@@ -18,22 +19,85 @@ public enum LogFolding {
         public var originIndex: Int?
         /// The time it was folded at: its broker timestamp, else the partition's log time.
         public var timestamp: Timestamp
+        /// The encoded value of each of `step.outputs`, in order (checked against the bound).
+        public var outputValues: [[UInt8]] = []
+        /// The encoded image of each of `step.changes`' `after` state, in order (checked
+        /// against the bound); nil where the state did not encode (`stateEncodingError`).
+        public var stateImages: [[UInt8]] = []
+        /// Set when a state did not encode: the worker cannot go on.
+        public var stateEncodingError: String?
     }
 
-    /// Folds `message` (with its logical topic name) into `fold`: decode and key check, the
-    /// broker timestamp (else the log time), and the origin coordinates and index of a record a
-    /// fleet worker wrote (`KafkaRecords.origin(of:)`).
-    public static func fold<P: UserProcessor>(_ message: KafkaMessage, into fold: inout PartitionFold<P>) -> Folded<P.State> {
+    /// Folds `message` (with its logical topic name) into `fold`: size and decode checks and
+    /// the key check, the broker timestamp (else the log time), and the origin coordinates and
+    /// index of a record a fleet worker wrote (`KafkaRecords.origin(of:)`).
+    ///
+    /// Every output and state image the step would write is encoded here and checked against
+    /// `limits` before the caller produces anything (DESIGN.md principle 7): a record whose own
+    /// outputs or state would be over a bound is rejected as if its processor had refused it
+    /// (`PartitionFold.reject`), with an error naming what and by how much. Since the check is
+    /// a function of the log, a re-run, a restore and a replay refuse exactly the same record.
+    public static func fold<P: UserProcessor>(
+        _ message: KafkaMessage, into fold: inout PartitionFold<P>, limits: RecordLimits = .standard
+    ) -> Folded<P.State> {
         let timestamp = Timestamp(millisecondsSinceEpoch: message.timestamp ?? fold.logTime?.millisecondsSinceEpoch ?? 0)
         let origin = KafkaRecords.origin(of: message)
         let record: FleetRecord
         do {
-            record = try KafkaRecords.decode(message)
+            record = try KafkaRecords.decode(message, limits: limits)
         } catch {
             return Folded(step: nil, deadLetter: error, origin: origin.coordinates, originIndex: origin.index, timestamp: timestamp)
         }
-        let step = fold.apply(record, timestamp: timestamp, coordinates: origin.coordinates, originIndex: origin.index)
-        return Folded(step: step, deadLetter: step.deadLetter, origin: origin.coordinates, originIndex: origin.index, timestamp: timestamp)
+        let logTimeBefore = fold.logTime
+        var step = fold.apply(record, timestamp: timestamp, coordinates: origin.coordinates, originIndex: origin.index)
+        var encoded = encode(step, limits: limits)
+        if step.deadLetter == nil, let violation = encoded.violation {
+            step = fold.reject(
+                step, logTimeBefore: logTimeBefore, timestamp: timestamp, coordinates: origin.coordinates,
+                originIndex: origin.index, error: RecordError("\(violation); the record is refused so that nothing over the bound is written (RecordLimits)"))
+            // What remains are the timers that were due anyway; they were encoded once more.
+            encoded = encode(step, limits: limits)
+        }
+        var folded = Folded(step: step, deadLetter: step.deadLetter, origin: origin.coordinates, originIndex: origin.index, timestamp: timestamp)
+        folded.outputValues = encoded.outputs
+        folded.stateImages = encoded.states
+        folded.stateEncodingError = encoded.stateError
+        return folded
+    }
+
+    /// A step's outputs and state images, encoded once for the bound check and for producing.
+    private struct Encoded {
+        var outputs: [[UInt8]] = []
+        var states: [[UInt8]] = []
+        var stateError: String?
+        /// The first bound the step breaks, described.
+        var violation: String?
+    }
+
+    private static func encode<State>(_ step: FoldStep<State>, limits: RecordLimits) -> Encoded {
+        var encoded = Encoded()
+        encoded.outputs.reserveCapacity(step.outputs.count)
+        for output in step.outputs {
+            let value = RecordCodec.encode(output.record)
+            if value.count > limits.maxOutputBytes, encoded.violation == nil {
+                encoded.violation = "its \(output.record.type) for \(output.topic) would be \(value.count) bytes, over the output limit of \(limits.maxOutputBytes) (FLEET_MAX_OUTPUT_BYTES)"
+            }
+            encoded.outputs.append(value)
+        }
+        encoded.states.reserveCapacity(step.changes.count)
+        for change in step.changes {
+            do {
+                let image = try StateCoding.encode(change.after)
+                if image.count > limits.maxStateBytes, encoded.violation == nil {
+                    encoded.violation = "the state of user \(RecordError.quote(change.userId)) would be \(image.count) bytes, over the state limit of \(limits.maxStateBytes) (FLEET_MAX_STATE_BYTES)"
+                }
+                encoded.states.append(image)
+            } catch {
+                encoded.stateError = encoded.stateError ?? "cannot encode the state of user \(change.userId): \(error)"
+                encoded.states.append([])
+            }
+        }
+        return encoded
     }
 
     /// The Kafka record for the `index`-th output of the step at `origin`: an output for a fleet
@@ -41,9 +105,16 @@ public enum LogFolding {
     public static func producerRecord(
         for output: OutputRecord, index: Int, of origin: SourceCoordinates, in namespace: TopicNamespace
     ) -> ProducerRecord {
+        producerRecord(for: output, value: RecordCodec.encode(output.record), index: index, of: origin, in: namespace)
+    }
+
+    /// The same, with the value already encoded (`Folded.outputValues`).
+    public static func producerRecord(
+        for output: OutputRecord, value: [UInt8], index: Int, of origin: SourceCoordinates, in namespace: TopicNamespace
+    ) -> ProducerRecord {
         if KafkaRecords.isInbox(output.topic) {
-            return KafkaRecords.producerRecord(output, from: origin, index: index, in: namespace)
+            return KafkaRecords.producerRecord(output, value: value, from: origin, index: index, in: namespace)
         }
-        return KafkaRecords.producerRecord(output, in: namespace)
+        return KafkaRecords.producerRecord(output, value: value, in: namespace)
     }
 }

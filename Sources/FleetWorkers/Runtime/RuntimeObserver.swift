@@ -25,7 +25,19 @@ public protocol RuntimeObserver: Sendable {
     func tickWritten()
     func timerLateness(seconds: Double)
     func partitionCountMismatch(topic: String, active: Bool)
+    func unitFailures(consecutive: Int)
+    func failingInput(topic: String, partition: Int, offset: Int64)
+    func failingInputCleared()
+    func inputQuarantined(topic: String)
 }
 
 extension WorkerMetrics: RuntimeObserver {}
+
+/// Observers that follow only throughput (benchmarks, tests) need not follow failed units.
+extension RuntimeObserver {
+    public func unitFailures(consecutive: Int) {}
+    public func failingInput(topic: String, partition: Int, offset: Int64) {}
+    public func failingInputCleared() {}
+    public func inputQuarantined(topic: String) {}
+}
 

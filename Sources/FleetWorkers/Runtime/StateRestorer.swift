@@ -96,6 +96,9 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                 let first = try await group.next() ?? nil
                 group.cancelAll()
                 guard let first else {
+                    if Task.isCancelled {
+                        throw RestoreError(description: "restore of \(stateTopic) partitions \(partitions.sorted()) stopped: the worker is shutting down")
+                    }
                     throw RestoreError(description: "restore of \(stateTopic) partitions \(partitions.sorted()) did not reach its markers within \(timeout)")
                 }
                 return first

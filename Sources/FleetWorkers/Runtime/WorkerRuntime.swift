@@ -290,6 +290,10 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                     await core.finishRestore(restored, committed: committed, request: request)
                 }
             } catch {
+                if Task.isCancelled {
+                    logger.info("restore stopped: the worker is shutting down", metadata: ["partitions": "\(partitions)"])
+                    return
+                }
                 logger.error("restore failed; retrying", metadata: ["partitions": "\(partitions)", "error": "\(error)"])
                 try? await Task.sleep(for: .seconds(1))
                 if Task.isCancelled { return }
@@ -331,6 +335,8 @@ public final class RuntimeHealth: Sendable {
         /// nil until the runtime has started.
         var notReady: [String]?
         var failure: String?
+        /// Set while the worker cannot make progress (commit units fail again and again).
+        var stalled: String?
     }
 
     private let snapshot = Mutex(Snapshot())
@@ -348,14 +354,22 @@ public final class RuntimeHealth: Sendable {
         snapshot.withLock { $0.failure = message }
     }
 
+    /// The worker is alive but makes no progress (`message`), or makes progress again (nil):
+    /// `/healthz` fails while it is set, so Kubernetes restarts the pod.
+    func stall(_ message: String?) {
+        snapshot.withLock { $0.stalled = message }
+    }
+
     public var readiness: Readiness {
         let current = snapshot.withLock { $0 }
         if let failure = current.failure { return Readiness(reasons: [Readiness.Reason(failure)]) }
+        if let stalled = current.stalled { return Readiness(reasons: [Readiness.Reason(stalled)]) }
         guard let notReady = current.notReady else { return .notReady(Readiness.Reason("starting")) }
         return Readiness(reasons: notReady.map(Readiness.Reason.init))
     }
 
     public var health: HealthStatus {
-        snapshot.withLock { $0.failure }.map(HealthStatus.failed) ?? .alive
+        let current = snapshot.withLock { $0 }
+        return (current.failure ?? current.stalled).map(HealthStatus.failed) ?? .alive
     }
 }
