@@ -1,0 +1,313 @@
+import DeliveryPolicy
+import FleetModel
+import FleetWorkers
+import Foundation
+import Kafka
+import Logging
+import Testing
+import UpstreamProcessors
+
+/// Record sizes as part of the contract (DESIGN.md principle 7), through all five running
+/// workers on the local broker, in both guarantees: on every external topic and on both inboxes,
+/// records just under and just over the record limit, near the broker's maximum with a large
+/// unknown field, with a huge string in a field the workers use, a field just over its limit,
+/// and lists over theirs. Each bad record is dead-lettered with an error naming the field or the
+/// limit (by reference when it is too large to carry), no partition stalls, every worker stays
+/// healthy, and the outputs of the good records equal those of a run without the bad ones.
+@Suite("Oversized records", .enabled(if: FleetHarness.brokerAvailable), .serialized)
+struct OversizedRecordTests {
+    static let limit = RecordLimits.standard.maxRecordBytes
+    static let t0 = Timestamp.at("2026-11-21T10:00:00Z")
+    static let users = ["ua", "ub", "uc", "ud"]
+
+    /// One record to produce: where, its key and value, its time, and what must become of it.
+    struct Entry {
+        var topic: String
+        var key: String
+        var value: [UInt8]
+        var time: Timestamp
+        /// nil: a good record; else a fragment the dead letter's error must contain.
+        var expectedError: String?
+        /// Whether the dead letter must carry a reference instead of the value.
+        var byReference = false
+    }
+
+    @Test("each bad record is dead-lettered with a clear error, every good one is processed as in a run without them",
+          arguments: [DeliveryGuarantee.atLeastOnce, .exactlyOnce])
+    func oversizedInputs(guarantee: DeliveryGuarantee) async throws {
+        let traffic = Self.traffic()
+        let good = traffic.filter { $0.expectedError == nil }
+        let bad = traffic.filter { $0.expectedError != nil }
+        #expect(Set(bad.map(\.topic)) == Set(Self.topics))
+
+        let withBad = try await run(traffic, guarantee: guarantee)
+        let withoutBad = try await run(good, guarantee: guarantee)
+
+        // Every good record's outputs, as in the run that never saw the bad ones.
+        for topic in [Topics.deliveries, Topics.decisions, Topics.sections, Topics.retentionEvents, Topics.deliveryInbox] {
+            let a = withBad.outputs[topic] ?? [], b = withoutBad.outputs[topic] ?? []
+            #expect(a == b, "\(topic) differs: only with bad records \(Set(a).subtracting(b).sorted().prefix(5)), only without \(Set(b).subtracting(a).sorted().prefix(5))")
+        }
+        #expect((withBad.outputs[Topics.deliveries] ?? []).count >= 2 * Self.users.count)
+
+        // Every bad record dead-lettered once, with its error; by reference when too large.
+        for topic in Self.topics {
+            let expected = bad.filter { $0.topic == topic }
+            let letters = withBad.deadLetters[topic] ?? []
+            let errors = letters.sorted { $0.offset < $1.offset }.map { $0.header(KafkaRecords.Header.error).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+            #expect(letters.count == expected.count, "\(topic): \(letters.count) dead letters for \(expected.count) bad records: \(errors)")
+            for (entry, letter) in zip(expected, letters.sorted { $0.offset < $1.offset }) {
+                let error = letter.header(KafkaRecords.Header.error).map { String(decoding: $0, as: UTF8.self) } ?? ""
+                #expect(error.contains(entry.expectedError ?? ""), "\(topic): '\(error)' lacks '\(entry.expectedError ?? "")'")
+                #expect(error.utf8.count <= RecordError.maxMessageCharacters)
+                let value = letter.value ?? []
+                #expect(value.count <= Self.limit, "\(topic): a dead letter of \(value.count) bytes")
+                let omitted = letter.header(KafkaRecords.Header.valueOmitted).map { String(decoding: $0, as: UTF8.self) }
+                if entry.byReference {
+                    #expect(omitted == DeadLetterReference.headerValue)
+                    let reference = try #require(DeadLetterReference.decode(value), "\(topic): no reference in \(value.count) bytes")
+                    #expect(reference.valueBytes == entry.value.count && reference.sha256 == KafkaRecords.sha256Hex(entry.value))
+                    #expect(reference.topic == topic && reference.prefix.utf8.count <= DeadLetterReference.prefixBytes + 3)
+                } else {
+                    let carried = omitted == nil && value == entry.value
+                    #expect(carried, "\(topic): the dead letter does not carry the value (\(value.count) of \(entry.value.count) bytes)")
+                }
+            }
+        }
+        #expect(withBad.healthy && withoutBad.healthy)
+    }
+
+    // MARK: Traffic
+
+    static let topics = [
+        Topics.scoreBatches, Topics.syncResults, Topics.reminders, Topics.accessRequests, Topics.appActivity,
+        Topics.deliveryInbox, Topics.reminderInbox,
+    ]
+
+    /// Good records on every topic for every user, with bad ones in between (stamped with the
+    /// time of the good record before them, so no timer fires earlier than without them).
+    static func traffic() -> [Entry] {
+        var entries: [Entry] = []
+        var second = 0
+        func next() -> Timestamp {
+            second += 1
+            return t0 + .seconds(Int64(second))
+        }
+        func json(_ object: [String: Any]) -> [UInt8] {
+            // Sorted keys: the same bytes in both runs.
+            Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
+        }
+        func good(_ topic: String, _ user: String, _ object: [String: Any]) {
+            entries.append(Entry(topic: topic, key: user, value: json(object), time: next()))
+        }
+        func bad(_ topic: String, _ user: String, _ object: [String: Any], error: String, byReference: Bool = false) {
+            entries.append(Entry(
+                topic: topic, key: user, value: json(object), time: entries.last?.time ?? t0, expectedError: error, byReference: byReference))
+        }
+        /// `object` padded with an unknown field to exactly `size` bytes of key and value.
+        func padded(_ object: [String: Any], user: String, to size: Int) -> [String: Any] {
+            var padded = object
+            padded["zz_pad"] = ""
+            let base = json(padded).count + user.utf8.count
+            padded["zz_pad"] = String(repeating: "p", count: max(0, size - base))
+            return padded
+        }
+        let huge = String(repeating: "y", count: 900_000)
+        let source: [String: Any] = ["topic": "test.direct", "partition": 0, "offset": 0]
+
+        for (n, user) in users.enumerated() {
+            let signUp: [String: Any] = ["v": 1, "type": "user.signed_up", "id": "su-\(user)", "user_id": user, "time_zone": "UTC"]
+            good(Topics.appActivity, user, signUp)
+            let score: [String: Any] = [
+                "v": 1, "type": "score.computed", "id": "sc-\(user)", "user_id": user, "batch_id": "b-1",
+                "computed_at": "2026-11-21T10:00:00Z", "score": 40 + n,
+                "components": ["quality": 50, "position": 50, "stability": 50, "trust": 50],
+            ]
+            good(Topics.scoreBatches, user, score)
+            let sync: [String: Any] = [
+                "v": 1, "type": "contacts.sync_completed", "id": "sy-\(user)", "user_id": user, "sync_id": "s-1",
+                "completed_at": "2026-11-21T10:00:00Z", "added": 1, "updated": 0, "removed": 0, "auto_merged": 0,
+                "new_dedup_suggestions": 2, "unreviewed_dedup_suggestions": 2,
+                "enrichment": [["contact_id": "c-1", "name": "Priya"]], "conflicts": [],
+            ]
+            good(Topics.syncResults, user, sync)
+            let reminder: [String: Any] = [
+                "v": 1, "type": "reminder.upserted", "id": "re-\(user)", "user_id": user, "reminder_id": "bday-\(user)",
+                "kind": "birthday", "contact_id": "c-2", "contact_name": "Ines", "time_zone": "UTC", "birthday": "11-23",
+            ]
+            good(Topics.reminders, user, reminder)
+            let access: [String: Any] = [
+                "v": 1, "type": "access.requested", "id": "ac-\(user)", "user_id": user, "request_id": "r-1",
+                "requester_name": "Dana", "field": "phone number",
+            ]
+            good(Topics.accessRequests, user, access)
+            let signin: [String: Any] = [
+                "v": 1, "type": "intent", "id": "in-\(user)", "user_id": user, "notification": "security.new_signin",
+                "category": "SECURITY", "data": ["detail": "Firefox on Linux"], "source": source,
+            ]
+            good(Topics.deliveryInbox, user, signin)
+            let direct: [String: Any] = [
+                "v": 1, "type": "reminder.upserted", "id": "rd-\(user)", "user_id": user, "reminder_id": "fu-\(user)",
+                "kind": "followup", "contact_id": "c-3", "contact_name": "Tom", "time_zone": "UTC",
+                "fire_at_local": "2027-01-05T10:00", "note": "call back",
+            ]
+            good(Topics.reminderInbox, user, direct)
+            guard n == 0 else { continue }
+
+            // The bad ones, on every topic: just over the record limit, near the broker's
+            // maximum with an unknown field, a huge used field (by reference), a field just
+            // over its limit and a list over its limit (carried in full).
+            let base: [(String, [String: Any], String)] = [
+                (Topics.scoreBatches, score, "batch_id"), (Topics.syncResults, sync, "sync_id"),
+                (Topics.reminders, reminder, "contact_name"), (Topics.accessRequests, access, "requester_name"),
+                (Topics.appActivity, ["v": 1, "type": "app.opened", "id": "ao-\(user)", "user_id": user, "entry_source": "organic"], "entry_source"),
+                (Topics.deliveryInbox, signin, "notification"), (Topics.reminderInbox, direct, "contact_name"),
+            ]
+            for (topic, object, field) in base {
+                var over = object
+                over["id"] = "over-\(topic)"
+                let overLimit = padded(over, user: user, to: limit + 1)
+                bad(topic, user, overLimit, error: "over the limit of \(limit) bytes", byReference: true)
+                var unknown = object
+                unknown["id"] = "unknown-\(topic)"
+                unknown["attachment"] = huge
+                bad(topic, user, unknown, error: "over the limit of \(limit) bytes", byReference: true)
+                var used = object
+                used["id"] = "huge-\(topic)"
+                used[field] = huge
+                bad(topic, user, used, error: "over the limit of \(limit) bytes", byReference: true)
+                var longField = object
+                longField["id"] = "long-\(topic)"
+                let fieldLimit = RecordLimits.fieldBytes[field] ?? RecordLimits.codeBytes
+                longField[field] = String(repeating: "z", count: fieldLimit + 1)
+                bad(topic, user, longField, error: "field '\(field)' is \(fieldLimit + 1) bytes, over its limit of \(fieldLimit) bytes")
+                // Just under the limit: a good record like any other.
+                var under = object
+                under["id"] = "under-\(topic)"
+                good(topic, user, padded(under, user: user, to: limit))
+            }
+            var manyContacts = sync
+            manyContacts["id"] = "list-sync"
+            manyContacts["enrichment"] = (0...1_000).map { ["contact_id": "c-\($0)", "name": "N"] }
+            bad(Topics.syncResults, user, manyContacts, error: "field 'enrichment' has 1001 elements, over its limit of 1000")
+            var bigList = sync
+            bigList["id"] = "biglist-sync"
+            bigList["enrichment"] = (0..<10_000).map { ["contact_id": "contact-\($0)", "name": "Name \($0)"] }
+            bad(Topics.syncResults, user, bigList, error: "over the limit of \(limit) bytes", byReference: true)
+            let categories: [String: Any] = [
+                "v": 1, "type": "user.settings_changed", "id": "cat-\(user)", "user_id": user,
+                "disabled_categories": (0...32).map { "C\($0)" },
+            ]
+            bad(Topics.appActivity, user, categories, error: "field 'disabled_categories' has 33 elements, over its limit of 32")
+            var names = signin
+            names["id"] = "names-\(user)"
+            names["notification"] = "contacts.enrichment"
+            names["category"] = "CONTACTS"
+            names["data"] = ["names": (0...1_000).map { "N\($0)" }, "contact_ids": ["c-1"]]
+            bad(Topics.deliveryInbox, user, names, error: "field 'data.names' has 1001 elements, over its limit of 1000")
+        }
+        // A second access request per user: fires the coalescing windows of the first wave
+        // (ticks are off) and shows the partitions still move after the bad records.
+        for user in users {
+            let access: [String: Any] = [
+                "v": 1, "type": "access.requested", "id": "ac2-\(user)", "user_id": user, "request_id": "r-2",
+                "requester_name": "Leo", "field": "email",
+            ]
+            entries.append(Entry(topic: Topics.accessRequests, key: user, value: json(access), time: t0 + .minutes(5)))
+            let signin: [String: Any] = [
+                "v": 1, "type": "intent", "id": "in2-\(user)", "user_id": user, "notification": "security.new_signin",
+                "category": "SECURITY", "data": ["detail": "Safari on iOS"], "source": source,
+            ]
+            entries.append(Entry(topic: Topics.deliveryInbox, key: user, value: json(signin), time: t0 + .minutes(5) + .seconds(1)))
+        }
+        return entries
+    }
+
+    // MARK: Running
+
+    struct Run {
+        /// Per output topic, the records' content without ids, sorted.
+        var outputs: [String: [String]]
+        /// Per source topic (logical), its dead letters.
+        var deadLetters: [String: [KafkaMessage]]
+        var healthy: Bool
+    }
+
+    func run(_ traffic: [Entry], guarantee: DeliveryGuarantee) async throws -> Run {
+        let fleet = try await FleetHarness.make(partitions: 2)
+        defer { Task { await fleet.tearDown() } }
+        let overrides = ["FLEET_GUARANTEE": guarantee.rawValue]
+        let rin = try PolicyProfile.shipped("rin")
+        var healths: [RuntimeHealth] = []
+        var tasks: [Task<Void, any Error>] = []
+        func start<P: UserProcessor>(_ worker: Worker, _ processor: P) throws {
+            var logger = Logger(label: "test.\(worker.rawValue)")
+            logger.logLevel = .error
+            let health = RuntimeHealth()
+            healths.append(health)
+            let runtime = WorkerRuntime(settings: try fleet.settings(for: worker, overrides), processor: processor, health: health, logger: logger)
+            tasks.append(Task { try await runtime.run() })
+        }
+        try start(.score, ScoreProcessor())
+        try start(.sync, SyncProcessor())
+        try start(.reminder, ReminderProcessor())
+        try start(.access, AccessProcessor())
+        try start(.delivery, try DeliveryEngine(profile: rin))
+        defer { for task in tasks { task.cancel() } }
+
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        _ = try await producer.send(traffic.map {
+            ProducerRecord(
+                topic: fleet.namespace.physical($0.topic), key: Array($0.key.utf8), value: $0.value,
+                timestamp: $0.time.millisecondsSinceEpoch)
+        })
+        await producer.close()
+
+        // Done when the last wave's security deliveries are out (4 per user: two access
+        // requests, two sign-ins: every partition got past the bad records) and the outputs
+        // stopped changing (the reminder worker's items take two hops).
+        let security = Self.users.count * 4
+        let deadline = ContinuousClock.now + .seconds(150)
+        var outputs: [String: [String]] = [:]
+        var previous: [String: [String]]?
+        while ContinuousClock.now < deadline {
+            outputs = try await readOutputs(fleet)
+            let delivered = (outputs[Topics.deliveries] ?? []).filter { $0.contains(" security.") }.count
+            if delivered >= security, outputs == previous { break }
+            previous = outputs
+            try await Task.sleep(for: .seconds(2))
+        }
+        var deadLetters: [String: [KafkaMessage]] = [:]
+        for topic in Self.topics {
+            deadLetters[topic] = try await fleet.read(Topics.deadLetter(of: topic), count: 100, timeout: .seconds(2))
+        }
+        let healthy = healths.allSatisfy { $0.health == .alive }
+        return Run(outputs: outputs, deadLetters: deadLetters, healthy: healthy)
+    }
+
+    /// Per output topic, the content of its records (distinct by id: exact copies can appear
+    /// after a retried unit, principle 4), sorted.
+    func readOutputs(_ fleet: FleetHarness) async throws -> [String: [String]] {
+        var outputs: [String: [String]] = [:]
+        for topic in [Topics.deliveries, Topics.decisions, Topics.sections, Topics.retentionEvents, Topics.deliveryInbox] {
+            let records = try await fleet.records(topic, count: 100_000, timeout: .seconds(2))
+            var seen: Set<String> = []
+            outputs[topic] = records.filter { seen.insert($0.id).inserted }.compactMap(Self.content).sorted()
+        }
+        return outputs
+    }
+
+    /// A record's content, without the ids that depend on log offsets. Inbox records other than
+    /// intents (forwarded activity, ticks) and records the test wrote itself are left out.
+    static func content(_ record: FleetRecord) -> String? {
+        switch record {
+        case .delivery(let d): "\(d.userId) \(d.notification) \(d.channel) \(d.title) | \(d.body) | \(d.deepLink) \(d.mergedIntents.count)"
+        case .decision(let d): "\(d.userId) \(d.outcome) \(d.reason ?? "") \(d.rule) \(d.until?.description ?? "")"
+        case .sectionItem(let s): "\(s.userId) \(s.section) \(s.itemId) \(s.expiresAt?.description ?? "")"
+        case .retentionEvent(let e): "\(e.userId) \(e.event)"
+        case .intent(let i) where i.source.topic != "test.direct":
+            "\(i.userId) \(i.notification) \(i.category) \(RecordCodec.encodeString(.intent(Intent(id: "", userId: i.userId, notification: i.notification, category: i.category, data: i.data, source: SourceCoordinates(topic: "", partition: 0, offset: 0)))))"
+        default: nil
+        }
+    }
+}
