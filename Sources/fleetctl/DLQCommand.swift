@@ -169,7 +169,7 @@ struct DLQCommand: AsyncParsableCommand {
 
         func run() async throws {
             let tool = try selection.tool(connection)
-            let log = try await tool.log(of: selection.topic)
+            let log = try await tool.resolvingReferences(tool.log(of: selection.topic), selection: try selection.selection())
             let replacement = try valueFile.map { file -> [UInt8] in
                 guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read --value-file \(file)") }
                 return Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)

@@ -1,5 +1,6 @@
 import DeliveryPolicy
 import FleetModel
+import FleetOperations
 import FleetWorkers
 import Foundation
 import Kafka
@@ -309,5 +310,68 @@ struct OversizedRecordTests {
             "\(i.userId) \(i.notification) \(i.category) \(RecordCodec.encodeString(.intent(Intent(id: "", userId: i.userId, notification: i.notification, category: i.category, data: i.data, source: SourceCoordinates(topic: "", partition: 0, offset: 0)))))"
         default: nil
         }
+    }
+}
+
+/// `fleetctl dlq` on a dead letter carried by reference: `show` says where the original is and
+/// what it was, a redrive fetches the original back from the source topic and checks it against
+/// the SHA-256 (refused as it is: it would be dead-lettered again), and a data fix is sent with
+/// the original's identity.
+@Suite("Dead letters by reference", .enabled(if: FleetHarness.brokerAvailable), .serialized)
+struct DeadLetterReferenceTests {
+    @Test("show names the original; redrive fetches and checks it, and sends a fix under its identity")
+    func referenceRedrive() async throws {
+        let fleet = try await FleetHarness.make(partitions: 1)
+        defer { Task { await fleet.tearDown() } }
+        let score = try fleet.start(.score, ScoreProcessor())
+        defer { score.cancel() }
+
+        let huge = String(repeating: "y", count: 600_000)
+        let value = Array(#"{"v":1,"type":"score.computed","id":"s-big","user_id":"u-big","batch_id":"b","computed_at":"2026-11-21T10:00:00Z","score":50,"components":{"quality":1,"position":1,"stability":1,"trust":1},"blob":"\#(huge)"}"#.utf8)
+        try await fleet.produceRaw(key: "u-big", value: value, to: Topics.scoreBatches, at: .at("2026-11-21T10:00:00Z"))
+        let letters = try await fleet.read(Topics.deadLetter(of: Topics.scoreBatches), count: 1, timeout: .seconds(60))
+        #expect(letters.count == 1)
+
+        let tool = DeadLetterTool(reader: FleetTopicReader(
+            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60)))
+        let log = try await tool.log(of: Topics.scoreBatches)
+        let entry = try #require(log.entries.first)
+        let reference = try #require(entry.letter.reference)
+        #expect(reference.valueBytes == value.count && reference.sha256 == KafkaRecords.sha256Hex(value))
+        let shown = DeadLetterRendering.show(entry)
+        #expect(shown.contains("omitted, too large to carry: \(value.count) bytes") && shown.contains(reference.sha256))
+        #expect(shown.contains("\(Topics.scoreBatches)[0]@0") && shown.utf8.count < 4_000)
+
+        // As it is: fetched, checked, and refused, since it would fail again.
+        let selection = DeadLetterSelection(ids: [entry.letter.id])
+        let resolved = try await tool.resolvingReferences(log, selection: selection)
+        let original = resolved.entries[0].letter
+        #expect(original.originalUnavailable == nil && original.value.map(KafkaRecords.sha256Hex) == reference.sha256)
+        let asIs = try RedrivePlan(log: resolved, request: RedriveRequest(selection: selection), namespace: fleet.namespace)
+        #expect(asIs.copies.isEmpty)
+        let reason = asIs.refusals.first?.reason ?? ""
+        #expect(reason.contains("over the limit of \(RecordLimits.standard.maxRecordBytes) bytes"), "\(reason)")
+
+        // Without the original (here: the reference points past the topic's end) it is refused
+        // with a reason, not sent as the reference.
+        var moved = try #require(letters.first)
+        var pastTheEnd = reference
+        pastTheEnd.offset = 99
+        moved.value = pastTheEnd.encoded()
+        let gone = DeadLetterLog(topic: Topics.scoreBatches, messages: [moved])
+        let missing = try await tool.resolvingReferences(gone, selection: selection)
+        #expect(missing.entries[0].letter.originalUnavailable != nil)
+        let refused = try RedrivePlan(log: missing, request: RedriveRequest(selection: selection), namespace: fleet.namespace)
+        #expect(refused.copies.isEmpty && refused.refusals.count == 1)
+
+        // A data fix goes out with the original identity and is processed.
+        let fix = Array(#"{"v":1,"type":"score.computed","id":"s-big","user_id":"u-big","batch_id":"b","computed_at":"2026-11-21T10:00:00Z","score":50,"components":{"quality":1,"position":1,"stability":1,"trust":1}}"#.utf8)
+        let plan = try RedrivePlan(
+            log: resolved, request: RedriveRequest(selection: selection, replacementValue: fix), namespace: fleet.namespace)
+        #expect(plan.copies.count == 1)
+        let sent = await tool.redrive(plan, namespace: fleet.namespace)
+        #expect(sent.failure == nil && sent.sent.count == 1)
+        let intents = try await fleet.records(Topics.deliveryInbox, count: 1, timeout: .seconds(60))
+        #expect(!intents.isEmpty && intents.allSatisfy { $0.userId == "u-big" })
     }
 }

@@ -17,6 +17,12 @@ public struct DeadLetter: Hashable, Sendable {
     public var headers: [KafkaHeader]
     /// Set when the failed record was itself a redriven copy: the dead letter it came from.
     public var redrivenFrom: String?
+    /// Set when the original value was too large to carry (header `value-omitted: reference`):
+    /// where it was read, its sizes, SHA-256 and first bytes. `value` is then the reference
+    /// until `DeadLetterTool.resolvingReferences` fetches the original from the source topic.
+    public var reference: DeadLetterReference?
+    /// Why the original of a reference could not be fetched (retention, a different record).
+    public var originalUnavailable: String?
 
     /// Reads a dead letter; nil for a redrive marker or a record without the dead-letter headers.
     public init?(_ message: KafkaMessage) {
@@ -35,6 +41,9 @@ public struct DeadLetter: Hashable, Sendable {
         timestamp = message.timestamp.map { Timestamp(millisecondsSinceEpoch: $0) }
         headers = message.headers
         redrivenFrom = message.text(KafkaRecords.Header.redrivenFrom)
+        if message.text(KafkaRecords.Header.valueOmitted) == DeadLetterReference.headerValue, let value = message.value {
+            reference = DeadLetterReference.decode(value)
+        }
     }
 
     public var keyText: String? { key.map { String(decoding: $0, as: UTF8.self) } }
@@ -46,8 +55,8 @@ public struct DeadLetter: Hashable, Sendable {
     }
 
     /// `user_id` (else the key) and `type` of the value when it has them, for the table.
-    public var userId: String? { json?["user_id"]?.stringValue ?? keyText }
-    public var type: String? { json?["type"]?.stringValue }
+    public var userId: String? { reference == nil ? json?["user_id"]?.stringValue ?? keyText : keyText }
+    public var type: String? { reference == nil ? json?["type"]?.stringValue : "(\(reference?.valueBytes ?? 0) bytes, by reference)" }
 }
 
 /// A record `fleetctl dlq redrive` appends to the dead-letter topic after sending a copy: it

@@ -15,7 +15,7 @@ public struct DeadLetterLog: Sendable {
 
     /// The source topic (logical); the dead letters are on `Topics.deadLetter(of: topic)`.
     public let topic: String
-    public let entries: [Entry]
+    public internal(set) var entries: [Entry]
     /// Records of the DLQ topic that are neither dead letters nor redrive markers (written by
     /// something else); counted so that the tool can say it skipped them.
     public let unreadable: Int

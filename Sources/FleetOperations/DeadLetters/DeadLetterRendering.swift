@@ -1,5 +1,6 @@
 import Foundation
 public import FleetModel
+import FleetWorkers
 
 /// How `fleetctl dlq` prints dead letters: a table for people, JSON lines for tools, and one
 /// record in full.
@@ -59,6 +60,12 @@ public enum DeadLetterRendering {
         lines.append(["key", letter.keyText ?? "(none)"])
         for header in letter.headers {
             lines.append(["header", "\(header.name)=\(header.value.map { String(decoding: $0, as: UTF8.self) } ?? "(null)")"])
+        }
+        if let reference = letter.reference {
+            lines.append(["value", "omitted, too large to carry: \(reference.valueBytes) bytes (key \(reference.keyBytes) bytes)"])
+            lines.append(["original at", "\(reference.topic)[\(reference.partition)]@\(reference.offset) (redrive fetches it from there)"])
+            lines.append(["sha-256", reference.sha256])
+            return TextTable.render(lines) + "\nfirst \(DeadLetterReference.prefixBytes) bytes:\n" + reference.prefix
         }
         var text = TextTable.render(lines) + "\nvalue:\n"
         if let json = letter.json {

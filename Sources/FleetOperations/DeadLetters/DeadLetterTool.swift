@@ -22,6 +22,32 @@ public struct DeadLetterTool: Sendable {
         return DeadLetterLog(topic: topic, messages: messages)
     }
 
+    /// `log` with the originals of its referenced dead letters (those `selection` names) read
+    /// back from the source topic, each checked against the reference's size and SHA-256, so a
+    /// redrive sends the very record that failed. An original the topic no longer holds (its
+    /// retention passed) or that differs is marked unavailable: the redrive is refused unless a
+    /// data fix (`--value-file`) replaces it.
+    public func resolvingReferences(_ log: DeadLetterLog, selection: DeadLetterSelection) async throws -> DeadLetterLog {
+        var resolved = log
+        for (index, entry) in log.entries.enumerated() where selection.matches(entry.letter) {
+            guard let reference = entry.letter.reference else { continue }
+            let start = [TopicPartition(reference.topic, reference.partition): reference.offset]
+            let messages = try await reader.read([reference.topic], partitions: [reference.partition], from: start)
+            var letter = entry.letter
+            if let original = messages.first(where: { $0.offset == reference.offset }), let value = original.value,
+               value.count == reference.valueBytes, KafkaRecords.sha256Hex(value) == reference.sha256
+            {
+                letter.value = value
+                letter.key = original.key
+            } else {
+                letter.originalUnavailable =
+                    "its original (\(reference.valueBytes) bytes at \(reference.topic)[\(reference.partition)]@\(reference.offset)) is no longer on the topic or differs from the reference's SHA-256; send a fix with --value-file"
+            }
+            resolved.entries[index].letter = letter
+        }
+        return resolved
+    }
+
     /// What one copy became.
     public struct Sent: Sendable {
         public var id: DeadLetterID

@@ -78,6 +78,14 @@ public struct RedrivePlan: Sendable {
                 refusals.append(Refusal(id: id, reason: "its identity is not on \(log.topic), so the workers would not keep it"))
                 continue
             }
+            if request.replacementValue == nil, let unavailable = entry.letter.originalUnavailable {
+                refusals.append(Refusal(id: id, reason: unavailable))
+                continue
+            }
+            if request.replacementValue == nil, entry.letter.reference != nil, entry.letter.value.flatMap(DeadLetterReference.decode) != nil {
+                refusals.append(Refusal(id: id, reason: "its value was too large to carry and its original was not fetched (DeadLetterTool.resolvingReferences)"))
+                continue
+            }
             let value = request.replacementValue ?? entry.letter.value
             let key: [UInt8]?
             do {
