@@ -188,7 +188,8 @@ let package = Package(
         .testTarget(
             name: "FleetWorkersTests",
             dependencies: [
-                "FleetWorkers", "FleetModel",
+                "FleetWorkers", "FleetModel", "DeliveryPolicy", "UpstreamProcessors", "FleetTestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

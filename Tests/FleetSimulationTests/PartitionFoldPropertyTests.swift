@@ -140,6 +140,36 @@ struct FoldScript {
         }
     }
 
+    // DESIGN principle 7: taking back a step (`reject`, for a record whose outputs or state
+    // would exceed their bound) leaves exactly what a processor refusal leaves, and the log
+    // folds on identically from there.
+    @Test func takingBackAStepEqualsARefusal() async {
+        await propertyCheck(count: 1000, input: FoldOp.scripts, Gen.int(in: 0...3), Gen.int(in: 0...300), FoldOp.scripts) { ops, user, delay, rest in
+            var script = FoldScript()
+            script.run(ops)
+            var refused = script
+            let origin = coordinates(script.nextOffset)
+            let when = script.producerTime + .seconds(30)
+            let logTimeBefore = script.fold.logTime
+            let applied = script.fold.apply(action("u\(user)", "in:\(delay)"), timestamp: when, coordinates: origin, firstIndex: script.pendingIndex)
+            let error = RecordError("too large")
+            let takenBack = script.fold.reject(
+                applied, logTimeBefore: logTimeBefore, timestamp: when, coordinates: origin, firstIndex: script.pendingIndex, error: error)
+            let refusal = refused.fold.apply(action("u\(user)", "reject"), timestamp: when, coordinates: origin, firstIndex: script.pendingIndex)
+            #expect(takenBack.outputs == refusal.outputs)
+            #expect(takenBack.deadLetter == error && refusal.deadLetter != nil)
+            #expect(script.fold.states == refused.fold.states)
+            #expect(script.fold.logTime == refused.fold.logTime)
+            #expect(script.fold.nextWakeUp == refused.fold.nextWakeUp)
+            script.nextOffset += 1; script.pendingIndex = 0
+            refused.nextOffset += 1; refused.pendingIndex = 0
+            script.lines = []; refused.lines = []
+            script.run(rest)
+            refused.run(rest)
+            #expect(script.lines == refused.lines)
+        }
+    }
+
     // DESIGN principle 5: restoring the state at any offset and folding the rest equals one run.
     @Test func restoringMidRunEqualsOneRun() async {
         await propertyCheck(count: 1000, input: FoldOp.scripts, Gen.int(in: 0...30)) { ops, cut in
