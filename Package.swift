@@ -239,6 +239,7 @@ let package = Package(
                 "Kafka", "FleetWorkers", "FleetModel", "UpstreamProcessors", "DeliveryPolicy", "FleetSimulation",
                 "FleetTestSupport", "FleetOperations",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
     ],

@@ -5,6 +5,7 @@ import FleetWorkers
 import Foundation
 import Kafka
 import Logging
+import Prometheus
 import Testing
 import UpstreamProcessors
 
@@ -373,5 +374,70 @@ struct DeadLetterReferenceTests {
         #expect(sent.failure == nil && sent.sent.count == 1)
         let intents = try await fleet.records(Topics.deliveryInbox, count: 1, timeout: .seconds(60))
         #expect(!intents.isEmpty && intents.allSatisfy { $0.userId == "u-big" })
+    }
+}
+
+/// No silent spin (DESIGN.md principle 7): when the broker refuses a record one input caused —
+/// here the delivery worker's producer takes at most 20 000 bytes (`KAFKA_MESSAGE_MAX_BYTES`),
+/// less than the record contract allows, so forwarding a valid 30 KB activity record fails —
+/// the worker names the input, retries `FLEET_POISON_ATTEMPTS` times, then dead-letters it by
+/// reference with a `quarantined-after` header and goes on, in both guarantees.
+@Suite("Quarantine of an input the broker refuses", .enabled(if: FleetHarness.brokerAvailable), .serialized)
+struct QuarantineTests {
+    @Test("the refused input is dead-lettered after three failed units; the records behind it are processed",
+          arguments: [DeliveryGuarantee.atLeastOnce, .exactlyOnce])
+    func quarantine(guarantee: DeliveryGuarantee) async throws {
+        let fleet = try await FleetHarness.make(partitions: 1)
+        defer { Task { await fleet.tearDown() } }
+        let registry = PrometheusCollectorRegistry()
+        let metrics = WorkerMetrics(worker: "delivery-worker", registry: registry)
+        let health = RuntimeHealth()
+        var logger = Logger(label: "test.delivery")
+        logger.logLevel = .critical
+        let settings = try fleet.settings(for: .delivery, [
+            "FLEET_GUARANTEE": guarantee.rawValue, "KAFKA_MESSAGE_MAX_BYTES": "20000", "FLEET_POISON_ATTEMPTS": "3",
+        ])
+        let runtime = WorkerRuntime(
+            settings: settings, processor: try DeliveryEngine(profile: PolicyProfile.shipped("rin")), observer: metrics,
+            health: health, logger: logger)
+        let task = Task { try await runtime.run() }
+        defer { task.cancel() }
+
+        let time = Timestamp.at("2026-11-21T12:00:00Z")
+        let opened = #"{"v":1,"type":"app.opened","id":"big-open","user_id":"u-q","entry_source":"organic","pad":"\#(String(repeating: "p", count: 30_000))"}"#
+        try await fleet.produceRaw(key: "u-q", value: Array(opened.utf8), to: Topics.appActivity, at: time)
+        let signins = (0..<3).map { n in
+            FleetRecord.intent(Intent(
+                id: "sec-\(n)", userId: "u-q", notification: "security.new_signin", category: "SECURITY",
+                data: ["detail": .string("device \(n)")], source: SourceCoordinates(topic: "test.direct", partition: 0, offset: Int64(n))))
+        }
+        try await fleet.produce(signins.map { ($0, time + .seconds(1)) }, to: Topics.deliveryInbox)
+        let smallOpen = FleetRecord.appOpened(AppOpened(id: "small-open", userId: "u-q", entrySource: .organic))
+        try await fleet.produce([(smallOpen, time + .seconds(2))], to: Topics.appActivity)
+
+        let letters = try await fleet.read(Topics.deadLetter(of: Topics.appActivity), count: 1, timeout: .seconds(90))
+        let letter = try #require(letters.first)
+        #expect(letters.count == 1)
+        #expect(letter.header(KafkaRecords.Header.quarantined).map { String(decoding: $0, as: UTF8.self) } == "3")
+        #expect(letter.header(KafkaRecords.Header.valueOmitted).map { String(decoding: $0, as: UTF8.self) } == DeadLetterReference.headerValue)
+        let error = letter.header(KafkaRecords.Header.error).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        #expect(error.contains("refused a record it caused 3 times") && error.contains("MSG_SIZE_TOO_LARGE"), "\(error)")
+        let reference = try #require(letter.value.flatMap(DeadLetterReference.decode))
+        #expect(reference.topic == Topics.appActivity && reference.offset == 0 && reference.valueBytes == opened.utf8.count)
+
+        // Everything behind it: the three security notifications, and the small open forwarded.
+        let deliveries = try await fleet.records(Topics.deliveries, count: 3, timeout: .seconds(60))
+        #expect(Set(deliveries.compactMap { if case .delivery(let d) = $0 { d.mergedIntents.first } else { nil } }) == ["sec-0", "sec-1", "sec-2"])
+        let inbox = try await fleet.read(Topics.deliveryInbox, count: 4, timeout: .seconds(30))
+        #expect(inbox.contains { $0.value.map { String(decoding: $0, as: UTF8.self).contains("small-open") } ?? false })
+        #expect(!inbox.contains { $0.value.map { String(decoding: $0, as: UTF8.self).contains("big-open") } ?? false })
+
+        // Progress again: alive, ready, and the metrics tell what happened.
+        try await Task.sleep(for: .seconds(1))
+        #expect(health.health == .alive && health.readiness.isReady)
+        let exposition = registry.emitToString()
+        #expect(exposition.contains(#"fleet_quarantined_inputs_total{worker="delivery-worker",topic="rin.app.activity"} 1"#))
+        #expect(exposition.contains(#"fleet_unit_failures_consecutive{worker="delivery-worker"} 0"#))
+        #expect(exposition.contains(#"fleet_failing_input_offset{worker="delivery-worker",topic="rin.app.activity",partition="0"} -1"#))
     }
 }
