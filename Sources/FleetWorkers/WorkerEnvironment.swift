@@ -146,18 +146,26 @@ public struct WorkerSettings: Sendable {
         self.logLevel = value(WorkerEnvironment.logLevel) ?? "info"
         self.topics = TopicNamespace(prefix: value(WorkerEnvironment.topicPrefix) ?? "")
         self.kafkaPassThrough = KafkaConfiguration.fromEnvironment(environment)
+        self.limits = try Self.limits(environment: environment)
+        self.poisonAttempts = try positiveInt(WorkerEnvironment.poisonAttempts)
+        self.stallUnits = try positiveInt(WorkerEnvironment.stallUnits)
+    }
+
+    /// The record contract's sizes from `FLEET_MAX_RECORD_BYTES`, `FLEET_MAX_OUTPUT_BYTES` and
+    /// `FLEET_MAX_STATE_BYTES` (defaults: `RecordLimits.standard`). `fleetctl replay` reads
+    /// them the same way: a replay refuses exactly what the worker refused only with the same
+    /// limits.
+    public static func limits(environment: [String: String]) throws(SettingsError) -> RecordLimits {
         func byteLimit(_ v: WorkerEnvironment.Variable) throws(SettingsError) -> Int {
-            let n = try positiveInt(v)
-            guard RecordLimits.allowedRange.contains(n) else {
-                throw SettingsError("\(v.name) must lie in \(RecordLimits.allowedRange.lowerBound)–\(RecordLimits.allowedRange.upperBound), got \(n)")
+            let text = environment[v.name].flatMap { $0.isEmpty ? nil : $0 } ?? v.defaultValue ?? ""
+            guard let n = Int(text), RecordLimits.allowedRange.contains(n) else {
+                throw SettingsError("\(v.name) must be a whole number in \(RecordLimits.allowedRange.lowerBound)–\(RecordLimits.allowedRange.upperBound), got '\(text)'")
             }
             return n
         }
-        self.limits = RecordLimits(
+        return RecordLimits(
             maxRecordBytes: try byteLimit(WorkerEnvironment.maxRecordBytes), maxOutputBytes: try byteLimit(WorkerEnvironment.maxOutputBytes),
             maxStateBytes: try byteLimit(WorkerEnvironment.maxStateBytes))
-        self.poisonAttempts = try positiveInt(WorkerEnvironment.poisonAttempts)
-        self.stallUnits = try positiveInt(WorkerEnvironment.stallUnits)
     }
 
     /// The consumer's configuration: our group and member id, then any `KAFKA_*` overrides.

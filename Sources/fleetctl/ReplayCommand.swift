@@ -122,7 +122,8 @@ struct ReplayCommand: AsyncParsableCommand {
         let scope: FleetReplay.Scope = if let user { .user(user) } else { .partition(partition ?? 0) }
         let request = FleetReplay.Request(
             worker: worker, scope: scope, from: try ReplayBound(parsing: fromText), to: try to.map(ReplayBound.init(parsing:)),
-            baseline: baselineProfile, candidate: candidate, generation: generation)
+            baseline: baselineProfile, candidate: candidate, generation: generation,
+            limits: try WorkerSettings.limits(environment: ProcessInfo.processInfo.environment))
         let replay = FleetReplay(reader: FleetTopicReader(configuration: try connection.kafkaConfiguration(), namespace: connection.namespace))
         let report = try await replay.run(request)
         if json, case .whatIf(let summary) = report.verdict {

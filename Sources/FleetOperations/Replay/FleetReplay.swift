@@ -40,13 +40,16 @@ public struct FleetReplay: Sendable {
         /// The generation of the worker's log replayed (its topics after a partition migration,
         /// see `WorkerTopics`); nil: the one the worker folds now, per the registry.
         public var generation: Int?
+        /// The record contract's sizes the worker ran with (its `FLEET_MAX_*_BYTES`): the
+        /// fold refuses by them, so a replay agrees only with the same.
+        public var limits: RecordLimits
 
         public init(
             worker: Worker, scope: Scope, from: ReplayBound, to: ReplayBound?, baseline: FleetProfile, candidate: FleetProfile?,
-            generation: Int? = nil
+            generation: Int? = nil, limits: RecordLimits = .standard
         ) {
             self.worker = worker; self.scope = scope; self.from = from; self.to = to
-            self.baseline = baseline; self.candidate = candidate; self.generation = generation
+            self.baseline = baseline; self.candidate = candidate; self.generation = generation; self.limits = limits
         }
     }
 
@@ -80,7 +83,7 @@ public struct FleetReplay: Sendable {
         let profile = request.candidate ?? request.baseline
         let replayed = try await WorkerProcessors.visit(
             request.worker, profile: profile,
-            Rerun(log: read.log, history: read.history, changelog: read.changelog, range: read.range, topics: topics))
+            Rerun(log: read.log, history: read.history, changelog: read.changelog, range: read.range, topics: topics, limits: request.limits))
 
         var outputs: [KafkaMessage] = []
         var deadLetters: [KafkaMessage] = []
@@ -112,6 +115,7 @@ public struct FleetReplay: Sendable {
         let changelog: [KafkaMessage]
         let range: ReplayRange
         let topics: WorkerTopics
+        let limits: RecordLimits
 
         func visit<P: UserProcessor>(_ processor: P) async throws -> ReplayedRange {
             var changes: [HistoryChange<P.State>] = []
@@ -127,10 +131,11 @@ public struct FleetReplay: Sendable {
             let points = log.filter { $0.offset < range.from }.map { message in
                 StartState<P.State>.LogPoint(
                     offset: message.offset, timestamp: message.timestamp.map(Timestamp.init(millisecondsSinceEpoch:)),
-                    decodes: (try? KafkaRecords.decode(message)) != nil)
+                    decodes: (try? KafkaRecords.decode(message, limits: limits)) != nil)
             }
             let start = StartState<P.State>.before(range.from, history: changes, changelog: entries, log: points)
-            return try PartitionReplay.run(processor, from: start, log: log.filter { range.contains($0.offset) }, topics: topics)
+            return try PartitionReplay.run(
+                processor, from: start, log: log.filter { range.contains($0.offset) }, topics: topics, limits: limits)
         }
     }
 }

@@ -23,21 +23,22 @@ public enum PartitionReplay {
     /// - Parameters:
     ///   - log: the range's records with logical topic names, in offset order.
     public static func run<P: UserProcessor>(
-        _ processor: P, from start: StartState<P.State>, log: [KafkaMessage], topics: WorkerTopics
+        _ processor: P, from start: StartState<P.State>, log: [KafkaMessage], topics: WorkerTopics,
+        limits: RecordLimits = .standard
     ) throws(ReplayError) -> ReplayedRange {
         var fold = PartitionFold(processor: processor, restoring: start.states, logTime: start.logTime)
         var replayed = ReplayedRange()
         let logical = TopicNamespace()
         for message in log {
-            let folded = LogFolding.fold(message, into: &fold)
+            let folded = LogFolding.fold(message, into: &fold, limits: limits)
             replayed.stems.insert(stem(of: folded.origin, originIndex: folded.originIndex))
             if let error = folded.deadLetter {
-                let letter = KafkaRecords.deadLetter(message, error: error, in: logical)
+                let letter = KafkaRecords.deadLetter(message, error: error, in: logical, limits: limits)
                 replayed.outputs.append(ComparedRecord(letter, key: deadLetterKey(partition: message.partition, offset: message.offset)))
             }
             guard let step = folded.step else { continue }
-            for (index, output) in step.outputs.enumerated() {
-                let record = LogFolding.producerRecord(for: output, index: index, of: folded.origin, in: logical)
+            for (index, (output, value)) in zip(step.outputs, folded.outputValues).enumerated() {
+                let record = LogFolding.producerRecord(for: output, value: value, index: index, of: folded.origin, in: logical)
                 replayed.outputs.append(ComparedRecord(record, key: output.record.id))
                 replayed.records.append(output.record)
             }
