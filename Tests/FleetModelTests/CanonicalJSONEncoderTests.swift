@@ -138,8 +138,8 @@ struct CanonicalJSONEncoderTests {
     }
 
     static let edgeDoubles: [Double] = [
-        0, -0.0, 0.1, 0.2, 0.30000000000000004, 1, -1, 2.5, 100, 1e15, 1e16, 1e17, 123456789012345678, 9007199254740993,
-        1e21, 1e22, -1e21, 1e-4, 1e-5, 1.5e-7, 5e-324, 2.2250738585072014e-308, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+        0, -0.0, 0.1, 0.2, 0.30000000000000004, 1, -1, 2.5, 100, 1e15, 1e16, 1e17, 123456789012345680, 9007199254740992,
+        1e21, 1e22, -1e21, 1e-4, 1e-5, 1.5e-7, .leastNonzeroMagnitude, 2.2250738585072014e-308, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
         .leastNormalMagnitude, .ulpOfOne, 4294967296, 9.223372036854776e18, 1.8446744073709552e19, 3.141592653589793, 1 / 3,
     ]
 

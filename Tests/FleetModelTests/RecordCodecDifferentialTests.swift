@@ -263,7 +263,7 @@ struct RecordCodecDifferentialTests {
             let edge: [Int64] = [0, -1, 1, .max, .min, 1 << 53, (1 << 53) + 1, -(1 << 62)]
             return .int(dice.chance(30) ? dice.pick(edge) : Int64(truncatingIfNeeded: dice.next()) >> dice.below(64))
         case 3:
-            let edge: [Double] = [0.5, -0.25, 1e300, -1e-300, 5e-324, 0.1, 1e19, -1e19, 3.0e18, 123.456]
+            let edge: [Double] = [0.5, -0.25, 1e300, -1e-300, .leastNonzeroMagnitude, 0.1, 1e19, -1e19, 3.0e18, 123.456]
             return .double(dice.chance(40) ? dice.pick(edge) : Double(bitPattern: dice.next() & 0x7FEF_FFFF_FFFF_FFFF) * (dice.chance(50) ? 1 : -1))
         case 4: return .string(randomString(&dice))
         case 5: return .array((0..<dice.below(4)).map { _ in randomJSON(&dice, depth: depth + 1) })

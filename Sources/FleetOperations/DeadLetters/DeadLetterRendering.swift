@@ -1,5 +1,5 @@
 import Foundation
-public import FleetModel
+import FleetModel
 
 /// How `fleetctl dlq` prints dead letters: a table for people, JSON lines for tools, and one
 /// record in full.
