@@ -207,6 +207,9 @@ import Testing
             {"at":"2026-11-02T05:30:00Z","value":{"type":"intent","id":"f5","notification":"reminder.followup","category":"REMINDER","data":{"reminder_id":"r5","contact_id":"c5","contact_name":"Eli","note":"five","scheduled_local":"2026-11-02T00:30"}}}
             """, until: "2026-11-02T06:00:00Z")
         #expect(d.decisions == [
+            "2026-10-15T04:00:00Z lapsed_summary rin.delivery.inbox:0:1:2 deferred quiet_hours P-DND-1 until 2026-10-15T11:00:00Z",
+            "2026-10-15T11:00:00Z lapsed_summary rin.delivery.inbox:0:1:2 skipped nothing_accumulated P-LAP-2",
+            "2026-10-31T04:00:00Z value_reminder rin.delivery.inbox:0:3:1 skipped no_new_enrichments P-LAP-4",
             "2026-11-01T05:30:30Z push reminder.followup \"Follow up with Ann: one\" rin://reminders/r1 [f1]",
             "2026-11-01T05:30:30Z f1 delivered within_budget P-BUD-1",
             "2026-11-01T06:30:30Z push reminder.followup \"Follow up with Ben: two\" rin://reminders/r2 [f2]",

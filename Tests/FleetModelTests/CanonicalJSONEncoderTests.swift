@@ -86,14 +86,18 @@ enum RecordGen {
             return .delivery(Delivery(
                 id: id, userId: user, notificationId: s(), channel: dice.pick(DeliveryChannel.allCases), notification: s(),
                 category: s(), title: s(), body: s(), deepLink: s(), mergedIntents: (0..<dice.below(4)).map { _ in s() }))
-        default:
+        case 20:
             return .decision(Decision(
                 id: id, userId: user, intentId: s(), outcome: dice.pick(DecisionOutcome.allCases), reason: maybe { s() },
                 notificationId: maybe { s() }, until: maybe { at }, rule: s()))
+        default:
+            return .decision(Decision(
+                id: id, userId: user, kind: dice.pick(EngineNotificationKind.allCases), notificationId: s(),
+                outcome: dice.pick(DecisionOutcome.allCases), reason: s(), until: maybe { at }, rule: s()))
         }
     }
 
-    static let kinds = 21
+    static let kinds = 22
 }
 
 @Suite("CanonicalJSONEncoder writes JSONEncoder's bytes")

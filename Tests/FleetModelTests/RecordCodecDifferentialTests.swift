@@ -278,7 +278,7 @@ struct RecordCodecDifferentialTests {
         let id = randomString(&dice), user = dice.chance(90) ? "u" + randomString(&dice) : ""
         let at = Timestamp(millisecondsSinceEpoch: Int64(dice.below(4_000_000_000)) * 1000 + Int64(dice.below(1000)))
         func object() -> JSONObject { randomJSON(&dice).objectValue ?? ["k": randomJSON(&dice)] }
-        switch dice.below(6) {
+        switch dice.below(7) {
         case 0:
             return .intent(Intent(
                 id: id, userId: user, notification: randomString(&dice), category: randomString(&dice), data: object(),
@@ -300,6 +300,11 @@ struct RecordCodecDifferentialTests {
                 oldestUnreviewedDedupAt: dice.chance(50) ? at : nil,
                 enrichment: (0..<dice.below(4)).map { _ in .init(contactId: randomString(&dice), name: randomString(&dice)) },
                 conflicts: (0..<dice.below(3)).map { _ in .init(contactId: randomString(&dice), name: randomString(&dice), field: randomString(&dice)) }))
+        case 5:
+            return .decision(Decision(
+                id: id, userId: user, kind: dice.pick(EngineNotificationKind.allCases), notificationId: randomString(&dice),
+                outcome: dice.pick(DecisionOutcome.allCases), reason: randomString(&dice), until: dice.chance(50) ? at : nil,
+                rule: randomString(&dice)))
         default:
             return .decision(Decision(
                 id: id, userId: user, intentId: randomString(&dice), outcome: dice.pick(DecisionOutcome.allCases),
