@@ -155,4 +155,34 @@ import Testing
             for (final, n) in accounting.engineFinals.sorted(by: { $0.key < $1.key }) { print("busy fleet: engine-made \(final): \(n)") }
         }
     }
+
+    /// Catches the issue's P-LAP-3 mistake on random traffic: a tier notification held back by
+    /// the allowance must have a quiet-mode delivery within the period before it.
+    @Test("P-LAP-3 the quiet-mode allowance is used only by deliveries made while in quiet mode")
+    func quietAllowanceUsedOnlyInQuietMode() async {
+        await propertyCheck(count: EnginePropertyTests.cases, input: EnginePropertyTests.seeds) { seed in
+            let traffic = RandomTraffic(seed: seed)
+            guard let d = EnginePropertyTests.run(traffic, seed: seed) else { return }
+            let profile = EnginePropertyTests.profile
+            var quietSince: Timestamp?
+            var sentInQuiet: [Timestamp] = []
+            for o in d.records {
+                switch o.record {
+                case .retentionEvent(let e) where e.event == "retention.quiet_mode_entered":
+                    quietSince = o.at
+                    sentInQuiet = []
+                case .retentionEvent(let e) where e.event == "retention.app_opened":
+                    quietSince = nil
+                case .delivery(let x) where quietSince != nil && x.category != "SECURITY"
+                    && !profile.lapse.quietModeAllowedCategories.contains(x.category):
+                    sentInQuiet.append(o.at)
+                case .decision(let x) where x.kind != nil && x.reason == "quiet_week_used":
+                    let windowStart = o.at - profile.lapse.quietModePeriod
+                    #expect(quietSince != nil && sentInQuiet.contains { $0 > windowStart },
+                            "seed \(seed): \(x.kind?.rawValue ?? "?") \(x.notificationId ?? "?") held back at \(o.at) with no quiet-mode delivery in the period")
+                default: break
+                }
+            }
+        }
+    }
 }

@@ -56,6 +56,37 @@ import Testing
         ])
     }
 
+    /// Issue 15: the allowance counted every delivery of the last 7 days, so a dedup delivered
+    /// three days before quiet mode began used it up and the summary was silently lost.
+    @Test("P-LAP-3 the quiet-mode allowance counts only deliveries made in quiet mode: a dedup delivered 3 days before the 14th day does not stop the 14-day summary")
+    func quietModeAllowanceStartsWithQuietMode() throws {
+        func run(dedupOn day: String) throws -> [String] {
+            try Scenario.run("""
+                {"at":"2026-10-01T08:00:00Z","value":{"type":"user.signed_up","time_zone":"Europe/Lisbon"}}
+                {"at":"2026-10-01T09:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+                {"at":"2026-10-03T10:00:00Z","value":{"type":"intent","id":"e1","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Ana"],"contact_ids":["c1"]}}}
+                {"at":"\(day)T10:00:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":2}}}
+                """, until: "2026-10-16T00:00:00Z").summary.filter { !$0.contains("event retention.app_opened") }
+        }
+        let summary = [
+            "2026-10-14T23:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=CONTACTS",
+            "2026-10-14T23:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=14",
+            "2026-10-14T23:00:00Z lapsed_summary rin.delivery.inbox:0:4:4 deferred quiet_hours P-DND-1 until 2026-10-15T06:00:00Z",
+            "2026-10-15T06:00:00Z push retention.lapsed_summary \"1 enrichment update and 2 dedup suggestions since your last visit.\" rin://home []",
+            "2026-10-15T06:00:00Z lapsed_summary rin.delivery.inbox:0:4:4 delivered quiet_hours_ended P-DND-1",
+        ]
+        let delivered = [
+            "2026-10-03T10:00:30Z push contacts.enrichment \"Ana updated their profile. New info available.\" rin://contacts/c1 [e1]",
+            "2026-10-03T10:00:30Z e1 delivered within_budget P-BUD-1",
+        ]
+        let dedup = { (day: String) in [
+            "\(day)T10:00:30Z push contacts.dedup_ready \"2 possible duplicates found. Review and clean your contacts.\" rin://contacts/dedup [d1]",
+            "\(day)T10:00:30Z d1 delivered within_budget P-BUD-1",
+        ] }
+        #expect(try run(dedupOn: "2026-10-12") == delivered + dedup("2026-10-12") + summary)
+        #expect(try run(dedupOn: "2026-10-06") == delivered + dedup("2026-10-06") + summary)
+    }
+
     @Test("P-LAP-3 P-LAP-4 a value reminder 6 days after the summary is held back by the quiet-mode allowance, with a decision; the 30-day one goes out")
     func quietWeekUsedHasADecision() throws {
         let d = try Scenario.run("""

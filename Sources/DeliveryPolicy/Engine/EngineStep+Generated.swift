@@ -144,12 +144,17 @@ extension EngineStep {
     }
 
     /// P-LAP-3: at most `quiet_mode_max_notifications` non-allowed-category notifications per
-    /// `quiet_mode_period_days` while in quiet mode.
+    /// `quiet_mode_period_days` *while in quiet mode*: deliveries from before it began (the
+    /// week before a user lapsed) do not use the allowance, or the 14-day summary of a user who
+    /// got anything in the last days before quiet mode would be lost.
     private func quietWeekIsUsed() -> Bool {
-        let since = now - profile.lapse.quietModePeriod
+        guard let quietSince = state.lapse.quietSince else { return false }
+        let windowStart = now - profile.lapse.quietModePeriod
         let allowed = profile.lapse.quietModeAllowedCategories
         let used = state.recent.count { delivery in
-            guard delivery.at > since, let type = prepared.catalog[delivery.type]?.type else { return false }
+            guard delivery.at > windowStart, delivery.at >= quietSince, let type = prepared.catalog[delivery.type]?.type else {
+                return false
+            }
             return !type.alwaysDeliver && !allowed.contains(type.category)
         }
         return used >= profile.lapse.quietModeMaxNotifications
