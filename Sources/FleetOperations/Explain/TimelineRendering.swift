@@ -150,7 +150,8 @@ public enum TimelineRendering {
     ///      "intents": [{"intent_id", "intent", "arrival", "arrived_at", "final_outcome",
     ///                   "links": [{"at", "step", "fired_by_timer", "decision", "delivery", "state": [{"key", "text"}]}]}]}
     ///
-    /// Records appear in their wire format (the fields of DESIGN.md "Topics and records").
+    /// Records appear in their wire format (the fields of DESIGN.md "Topics and records"); a link
+    /// about the digest an intent went into has a decision with `kind` and no `intent_id`.
     public static func json(_ timeline: UserTimeline) -> String {
         let document: JSONValue = .object([
             "user": .string(timeline.userId),
