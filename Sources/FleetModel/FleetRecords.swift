@@ -144,18 +144,54 @@ public struct Delivery: RecordPayload {
 
 public enum DecisionOutcome: String, Codable, Hashable, Sendable, CaseIterable {
     case delivered, merged, deferred, suppressed, digested
+    /// A notification the engine made itself that had nothing (left) to say: the user opened
+    /// the app before it was due, or nothing accumulated to summarise. Never an intent's.
+    case skipped
 
-    /// Every outcome but `deferred` is final: an intent has exactly one final decision.
+    /// Every outcome but `deferred` is final: an intent, and a notification the engine made
+    /// itself, each have exactly one final decision.
     public var isFinal: Bool { self != .deferred }
+
+    /// The outcomes an intent's decision may have.
+    public static let forIntents: Set<DecisionOutcome> = [.delivered, .merged, .deferred, .suppressed, .digested]
+    /// The outcomes a decision on a notification the engine made itself may have.
+    public static let forEngineNotifications: Set<DecisionOutcome> = [.delivered, .deferred, .suppressed, .skipped]
 }
 
-/// Why an intent was (or was not) delivered (`rin.notify.decisions`): one final decision per
-/// intent, naming the P- rule that decided it.
+/// A notification the delivery engine makes itself, with no intent behind it (the `kind` of its
+/// decision records).
+public enum EngineNotificationKind: String, Codable, Hashable, Sendable, CaseIterable {
+    /// P-BUD-5: what a busy day held back, summarised the next morning.
+    case digest
+    /// P-LAP-2: the 14-day summary of what accumulated since the last open.
+    case lapsedSummary = "lapsed_summary"
+    /// P-LAP-3 `top_pending` quiet weeks: the most important held-back notification instead of the summary.
+    case topPending = "top_pending"
+    /// P-LAP-4: the 30-day (or 30 days without an intentional action) value reminder.
+    case valueReminder = "value_reminder"
+    /// P-LAP-5: the one email to a dormant user who opted in.
+    case dormantEmail = "dormant_email"
+}
+
+/// Why something was (or was not) delivered (`rin.notify.decisions`), naming the P- rule that
+/// decided it. Two shapes share the record type:
+///
+/// - about an intent (`intent_id`): one final decision per intent;
+/// - about a notification the engine made itself (`kind`, no `intent_id`): the digest, the lapse
+///   tiers and the dormant email have no intent, so without these a rule that stopped one
+///   would leave no trace. One final decision per such notification (`notification_id`),
+///   deferrals before it.
+///
+/// The intent shape's bytes are those of the first format (`kind` is left out when absent), so
+/// consumers written for it read the same records; they tell the shapes apart by `intent_id`.
 public struct Decision: RecordPayload {
     public static let typeNames = ["decision"]
     public var id: String
     public var userId: String
-    public var intentId: String
+    /// The intent decided; nil when the decision is about a notification the engine made (`kind`).
+    public var intentId: String?
+    /// What the engine made; nil when the decision is about an intent.
+    public var kind: EngineNotificationKind?
     public var outcome: DecisionOutcome
     public var reason: String?
     public var notificationId: String?
@@ -163,15 +199,49 @@ public struct Decision: RecordPayload {
     public var rule: String
 
     enum CodingKeys: String, CodingKey {
-        case id, userId = "user_id", intentId = "intent_id", outcome, reason, notificationId = "notification_id"
+        case id, userId = "user_id", intentId = "intent_id", kind, outcome, reason, notificationId = "notification_id"
         case until, rule
     }
 
+    /// A decision on an intent.
     public init(
         id: String, userId: String, intentId: String, outcome: DecisionOutcome, reason: String? = nil,
         notificationId: String? = nil, until: Timestamp? = nil, rule: String
     ) {
-        self.id = id; self.userId = userId; self.intentId = intentId; self.outcome = outcome; self.reason = reason
-        self.notificationId = notificationId; self.until = until; self.rule = rule
+        self.id = id; self.userId = userId; self.intentId = intentId; self.kind = nil; self.outcome = outcome
+        self.reason = reason; self.notificationId = notificationId; self.until = until; self.rule = rule
+    }
+
+    /// A decision on the notification `notificationId` the engine made itself.
+    public init(
+        id: String, userId: String, kind: EngineNotificationKind, notificationId: String, outcome: DecisionOutcome,
+        reason: String, until: Timestamp? = nil, rule: String
+    ) {
+        self.id = id; self.userId = userId; self.intentId = nil; self.kind = kind; self.outcome = outcome
+        self.reason = reason; self.notificationId = notificationId; self.until = until; self.rule = rule
+    }
+
+    /// Whether this is about a notification the engine made itself rather than an intent.
+    public var isAboutEngineNotification: Bool { kind != nil }
+
+    public func validate() throws(RecordError) {
+        switch (intentId, kind) {
+        case (let intent?, nil):
+            try requireNonEmpty(intent, "intent_id")
+            guard DecisionOutcome.forIntents.contains(outcome) else {
+                throw RecordError("field 'outcome' is '\(outcome.rawValue)', which an intent's decision cannot have")
+            }
+        case (nil, _?):
+            guard let notificationId, !notificationId.isEmpty else {
+                throw RecordError("missing required field 'notification_id' (a decision with a 'kind' is about that notification)")
+            }
+            guard DecisionOutcome.forEngineNotifications.contains(outcome) else {
+                throw RecordError("field 'outcome' is '\(outcome.rawValue)', which a decision on an engine-made notification cannot have")
+            }
+        case (_?, _?):
+            throw RecordError("a decision has either 'intent_id' or 'kind', not both")
+        case (nil, nil):
+            throw RecordError("missing required field 'intent_id' (or 'kind' for an engine-made notification)")
+        }
     }
 }

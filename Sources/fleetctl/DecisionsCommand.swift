@@ -79,7 +79,9 @@ struct DecisionTable: Sendable {
         for (time, decision) in rows.sorted(by: { ($0.0, $0.1.id) < ($1.0, $1.1.id) })
         where user == nil || decision.userId == user {
             let delivered = decision.notificationId.flatMap { deliveries[$0] }
-            let notification = delivered?.notification ?? intents[decision.intentId]?.notification ?? decision.intentId
+            // An engine-made notification that was not delivered is named by its kind (`digest`, …).
+            let notification = delivered?.notification
+                ?? decision.intentId.map { intents[$0]?.notification ?? $0 } ?? decision.kind?.rawValue ?? ""
             lines.append([
                 time.rfc3339, decision.userId, notification, decision.outcome.rawValue,
                 decision.reason ?? "", decision.rule, delivered?.body ?? "",

@@ -24,13 +24,16 @@ struct ExplainCommand: AsyncParsableCommand {
             order: the step's log time, its inbox position (inbox[partition]@offset), the record \
             (an intent with its upstream source, an app activity record, or a tick or another \
             user's record that moved log time so this user's timers fired), then what the step \
-            did for the user: decisions (outcome: reason (P- rule)), deliveries with their copy, \
+            did for the user: decisions (outcome: reason (P- rule)) on intents and on the \
+            notifications the worker makes itself (digest, lapsed_summary, top_pending, \
+            value_reminder, dormant_email, with their id), deliveries with their copy, \
             section items, retention events, and the state lines that changed (daily budget, \
             quiet hours, quiet mode, cool-downs, pending notifications and their timers).
 
             INTENTS: per intent, its chain: where it came from, when it arrived, every decision \
-            on it in order (a deferral first, then the final one), which record fired the timer, \
-            what was delivered, and the state line the deciding rule read (e.g. "budget 3/3 used" \
+            on it in order (a deferral first, then the final one), then the decisions on the \
+            digest it went into (a digested intent ends where its digest did), which record fired \
+            the timer, what was delivered, and the state line the deciding rule read (e.g. "budget 3/3 used" \
             for P-BUD-1, the quiet hours for P-DND-1). Read the rule in POLICY.md first.
 
             --since and --until bound the steps shown by log time: an RFC 3339 time \
@@ -44,7 +47,8 @@ struct ExplainCommand: AsyncParsableCommand {
             record|tick|other_user|missing, ...}, "outputs" [{"at", "topic", "record"}] and \
             "state_changes" [{"key", "before", "after"}]; an intent has "intent_id", "intent", \
             "arrival", "arrived_at", "final_outcome" and "links" [{"at", "step", \
-            "fired_by_timer", "decision", "delivery", "state"}]. Records are in their wire format.
+            "fired_by_timer", "decision", "delivery", "state"}] (a digest's decision has "kind" and \
+            no "intent_id"). Records are in their wire format.
 
             A user with nothing retained prints "no records for user U in this range" and exits \
             0; a missing topic or an unreachable broker exits 1 with the reason.

@@ -122,6 +122,39 @@ import Testing
         ])
     }
 
+    /// Issue 15, the same mistake as P-LAP-3's: the notifications the user dismissed into the
+    /// cool-down were counted against it, so even its one allowed delivery was held back.
+    @Test("P-COOL-1 at most one delivery per 72 h counts deliveries made in the cool-down, not the ones dismissed into it")
+    func cooldownCountsFromItsStart() throws {
+        let d = try Scenario.run(Self.signup + """
+
+            {"at":"2026-03-10T09:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"e1","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Ana"],"contact_ids":["c1"]}}}
+            {"at":"2026-03-10T11:00:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":1}}}
+            {"at":"2026-03-10T12:00:00Z","value":{"type":"intent","id":"c1","notification":"contacts.sync_conflict","category":"CONTACTS","data":{"count":1,"contact_ids":["c9"]}}}
+            {"at":"2026-03-10T13:00:00Z","value":{"type":"notification.dismissed","notification_id":"n1","category":"CONTACTS"}}
+            {"at":"2026-03-10T13:10:00Z","value":{"type":"notification.dismissed","notification_id":"n2","category":"CONTACTS"}}
+            {"at":"2026-03-10T13:20:00Z","value":{"type":"notification.dismissed","notification_id":"n3","category":"CONTACTS"}}
+            {"at":"2026-03-11T10:00:00Z","value":{"type":"intent","id":"d2","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":2}}}
+            {"at":"2026-03-11T15:00:00Z","value":{"type":"intent","id":"e2","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Bo"],"contact_ids":["c2"]}}}
+            {"at":"2026-03-14T11:00:00Z","value":{"type":"intent","id":"e3","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Cy"],"contact_ids":["c3"]}}}
+            """, until: "2026-03-14T12:00:00Z")
+        #expect(d.decisions == [
+            "2026-03-10T10:00:30Z push contacts.enrichment \"Ana updated their profile. New info available.\" rin://contacts/c1 [e1]",
+            "2026-03-10T10:00:30Z e1 delivered within_budget P-BUD-1",
+            "2026-03-10T11:00:30Z push contacts.dedup_ready \"1 possible duplicate found. Review and clean your contacts.\" rin://contacts/dedup [d1]",
+            "2026-03-10T11:00:30Z d1 delivered within_budget P-BUD-1",
+            "2026-03-10T12:00:30Z push contacts.sync_conflict \"1 contact changed on your phone and in Rin. Review the differences.\" rin://contacts/c9 [c1]",
+            "2026-03-10T12:00:30Z c1 delivered within_budget P-BUD-1",
+            // The cool-down began at 13:20; the three deliveries above came before it.
+            "2026-03-11T10:00:30Z push contacts.dedup_ready \"2 possible duplicates found. Review and clean your contacts.\" rin://contacts/dedup [d2]",
+            "2026-03-11T10:00:30Z d2 delivered within_budget P-BUD-1",
+            "2026-03-11T15:00:30Z e2 suppressed category_cooldown P-COOL-1",
+            "2026-03-14T11:00:30Z push contacts.enrichment \"Cy updated their profile. New info available.\" rin://contacts/c3 [e3]",
+            "2026-03-14T11:00:30Z e3 delivered within_budget P-BUD-1",
+        ])
+    }
+
     @Test("P-DND-1 deferred to the end of the user's quiet hours; a follow-up scheduled inside them is delivered; security is not held")
     func quietHours() throws {
         let d = try Scenario.run(Self.signup + """
@@ -207,6 +240,9 @@ import Testing
             {"at":"2026-11-02T05:30:00Z","value":{"type":"intent","id":"f5","notification":"reminder.followup","category":"REMINDER","data":{"reminder_id":"r5","contact_id":"c5","contact_name":"Eli","note":"five","scheduled_local":"2026-11-02T00:30"}}}
             """, until: "2026-11-02T06:00:00Z")
         #expect(d.decisions == [
+            "2026-10-15T04:00:00Z lapsed_summary rin.delivery.inbox:0:1:2 deferred quiet_hours P-DND-1 until 2026-10-15T11:00:00Z",
+            "2026-10-15T11:00:00Z lapsed_summary rin.delivery.inbox:0:1:2 skipped nothing_accumulated P-LAP-2",
+            "2026-10-31T04:00:00Z value_reminder rin.delivery.inbox:0:3:1 skipped no_new_enrichments P-LAP-4",
             "2026-11-01T05:30:30Z push reminder.followup \"Follow up with Ann: one\" rin://reminders/r1 [f1]",
             "2026-11-01T05:30:30Z f1 delivered within_budget P-BUD-1",
             "2026-11-01T06:30:30Z push reminder.followup \"Follow up with Ben: two\" rin://reminders/r2 [f2]",

@@ -107,7 +107,44 @@ import Testing
             "2026-03-10T15:00:30Z e3 digested daily_budget P-BUD-5",
             "2026-03-10T16:00:30Z s2 digested type_cap P-BUD-5",
             "2026-03-11T09:00:00Z push digest.daily \"You have 4 updates. Tap to review.\" rin://home [e1,e2,e3,s2]",
+            "2026-03-11T09:00:00Z digest rin.delivery.inbox:0:7:0 delivered within_budget P-BUD-1",
         ])
+    }
+
+    /// Issue 15: on busy days the deferrals released at the end of quiet hours spent the budget
+    /// before 09:00, and the digest vanished without a record while its intents' `digested`
+    /// decisions pointed at it.
+    @Test("P-BUD-5 P-BUD-4 a digest due when the day's budget is spent is suppressed with its own decision; its items stay in smart sections")
+    func digestSuppressedWhenBudgetSpent() throws {
+        let d = try Scenario.run(Self.signup + """
+
+            {"at":"2026-03-10T10:00:00Z","value":{"type":"intent","id":"s1","notification":"score.updated","category":"SCORE","data":{"old":72,"new":75,"label":"Good"}}}
+            {"at":"2026-03-10T11:00:00Z","value":{"type":"intent","id":"b1","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm1","contact_id":"c9","contact_name":"Bob"}}}
+            {"at":"2026-03-10T12:00:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":1}}}
+            {"at":"2026-03-10T13:00:00Z","value":{"type":"intent","id":"e1","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Alice"],"contact_ids":["c1"]}}}
+            {"at":"2026-03-10T14:00:00Z","value":{"type":"intent","id":"e2","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Dan"],"contact_ids":["c2"]}}}
+            {"at":"2026-03-10T15:00:00Z","value":{"type":"intent","id":"e3","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Eve"],"contact_ids":["c3"]}}}
+            {"at":"2026-03-11T03:00:00Z","value":{"type":"intent","id":"s2","notification":"score.updated","category":"SCORE","data":{"old":75,"new":79,"label":"Good"}}}
+            {"at":"2026-03-11T03:10:00Z","value":{"type":"intent","id":"b2","notification":"reminder.birthday","category":"REMINDER","data":{"reminder_id":"rm2","contact_id":"c8","contact_name":"Ann"}}}
+            {"at":"2026-03-11T03:20:00Z","value":{"type":"intent","id":"c1","notification":"contacts.sync_conflict","category":"CONTACTS","data":{"count":1,"contact_ids":["c7"]}}}
+            """, until: "2026-03-11T10:00:00Z")
+        #expect(d.decisions.filter { $0.hasPrefix("2026-03-11") } == [
+            "2026-03-11T03:00:30Z s2 deferred quiet_hours P-DND-1 until 2026-03-11T07:00:00Z",
+            "2026-03-11T03:10:30Z b2 deferred quiet_hours P-DND-1 until 2026-03-11T07:00:00Z",
+            "2026-03-11T03:20:30Z c1 deferred quiet_hours P-DND-1 until 2026-03-11T07:00:00Z",
+            "2026-03-11T07:00:00Z push reminder.birthday \"Ann's birthday is today.\" rin://reminders/rm2 [b2]",
+            "2026-03-11T07:00:00Z b2 delivered quiet_hours_ended P-DND-1",
+            "2026-03-11T07:00:00Z push score.updated \"Your Rin Score changed: 75 to 79 (+4). Tap to see what improved.\" rin://score [s2]",
+            "2026-03-11T07:00:00Z s2 delivered quiet_hours_ended P-DND-1",
+            "2026-03-11T07:00:00Z push contacts.sync_conflict \"1 contact changed on your phone and in Rin. Review the differences.\" rin://contacts/c7 [c1]",
+            "2026-03-11T07:00:00Z c1 delivered quiet_hours_ended P-DND-1",
+            "2026-03-11T09:00:00Z digest rin.delivery.inbox:0:7:0 suppressed daily_budget P-BUD-1",
+        ])
+        #expect(d.decisions.contains("2026-03-10T15:00:30Z e3 digested daily_budget P-BUD-5"))
+        // P-BUD-4: what the digest would have summarised is in the user's sections.
+        let sectioned = d.summary.filter { $0.contains(" section enrichment_updates ") }
+        #expect(sectioned.count == 3, "\(sectioned)")
+        #expect(d.summary.filter { $0.contains("push digest.daily") }.isEmpty)
     }
 
     @Test("P-BUD-5 the digest is skipped when the user opened the app since")
@@ -132,6 +169,7 @@ import Testing
             "2026-03-10T13:00:30Z e1 suppressed daily_budget P-BUD-1",
             "2026-03-10T14:00:30Z e2 suppressed daily_budget P-BUD-1",
             "2026-03-10T15:00:30Z e3 digested daily_budget P-BUD-5",
+            "2026-03-11T08:30:00Z digest rin.delivery.inbox:0:7:0 skipped opened_since P-BUD-5",
         ])
     }
 

@@ -59,7 +59,7 @@ import Testing
             let traffic = RandomTraffic(seed: seed)
             guard let d = Self.run(traffic, seed: seed) else { return }
             let decided = Dictionary(grouping: d.records.compactMap { o -> (String, Timestamp, Decision)? in
-                if case .decision(let x) = o.record { return (x.intentId, o.at, x) }
+                if case .decision(let x) = o.record, let intentId = x.intentId { return (intentId, o.at, x) }
                 return nil
             }, by: \.0)
             for line in traffic.lines where line.notification?.hasPrefix("security.") == true {
@@ -118,9 +118,9 @@ import Testing
             guard let d = Self.run(traffic, seed: seed) else { return }
             var finals: [String: Int] = [:]
             for o in d.records {
-                guard case .decision(let x) = o.record else { continue }
-                #expect(finals[x.intentId] == nil, "seed \(seed): decision after the final one for \(x.intentId)")
-                if x.outcome.isFinal { finals[x.intentId, default: 0] += 1 }
+                guard case .decision(let x) = o.record, let intentId = x.intentId else { continue }
+                #expect(finals[intentId] == nil, "seed \(seed): decision after the final one for \(intentId)")
+                if x.outcome.isFinal { finals[intentId, default: 0] += 1 }
             }
             let intents = Set(traffic.lines.compactMap(\.intentId))
             #expect(Set(finals.keys) == intents, "seed \(seed)")

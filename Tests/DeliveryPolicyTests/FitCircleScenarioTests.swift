@@ -26,6 +26,7 @@ import Testing
             "2026-03-03T11:00:30Z s2 merged coalesced P-COAL-1",
             "2026-03-03T12:00:30Z c1 digested daily_budget P-BUD-5",
             "2026-03-08T19:00:00Z push digest.weekly \"You have 2 updates from this week. Tap to review.\" fitcircle://home [l2,c1]",
+            "2026-03-08T19:00:00Z digest rin.delivery.inbox:0:3:0 delivered within_budget P-BUD-1",
         ])
     }
 }

@@ -30,7 +30,9 @@ import Testing
             "2026-03-07T10:00:30Z s1 delivered within_budget P-BUD-1",
             "2026-03-16T00:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=SCORE",
             "2026-03-16T00:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=15",
+            "2026-03-16T00:00:00Z lapsed_summary rin.delivery.inbox:0:7:4 deferred quiet_hours P-DND-1 until 2026-03-16T07:00:00Z",
             "2026-03-16T07:00:00Z push retention.lapsed_summary \"2 enrichment updates and 2 dedup suggestions since your last visit. Score: 74.\" rin://home []",
+            "2026-03-16T07:00:00Z lapsed_summary rin.delivery.inbox:0:7:4 delivered quiet_hours_ended P-DND-1",
             "2026-03-17T10:00:30Z s2 suppressed quiet_mode P-LAP-3",
             "2026-03-17T10:00:30Z section score_changed score.updated \"Your Rin Score changed: 74 to 77 (+3). Tap to see what improved.\"",
             "2026-03-18T09:00:30Z push reminder.birthday \"Bob\'s birthday is today.\" rin://reminders/rm1 [b1]",
@@ -40,14 +42,81 @@ import Testing
             "2026-03-20T10:00:30Z e2 suppressed quiet_mode P-LAP-3",
             "2026-03-20T10:00:30Z section enrichment_updates contacts.enrichment \"Dan updated their profile. New info available.\"",
             "2026-03-31T23:00:00Z event retention.churn_signal_detected signal_type=no_action_30d user_age_days=31",
+            "2026-03-31T23:00:00Z value_reminder rin.delivery.inbox:0:11:2 deferred quiet_hours P-DND-1 until 2026-04-01T06:00:00Z",
             "2026-04-01T06:00:00Z push retention.value_reminder \"Your contacts have been syncing in the background. 3 new enrichments available.\" rin://home []",
+            "2026-04-01T06:00:00Z value_reminder rin.delivery.inbox:0:11:2 delivered quiet_hours_ended P-DND-1",
             "2026-04-30T23:00:00Z email retention.lapsed_summary \"3 enrichment updates and 2 dedup suggestions since your last visit. Score: 77.\" rin://home []",
+            "2026-04-30T23:00:00Z dormant_email rin.delivery.inbox:0:11:7 delivered within_budget P-BUD-1",
             "2026-05-02T10:00:30Z b2 suppressed dormant P-LAP-5",
             "2026-05-02T10:00:30Z section upcoming reminder.birthday:rm5 \"Eve\'s birthday is today.\"",
             "2026-05-05T10:00:00Z event retention.quiet_mode_exited days_in_quiet_mode=50",
             "2026-05-05T10:00:00Z event retention.lapsed_reengaged days_inactive=64 entry_source=organic reengagement_type=organic",
             "2026-05-05T10:00:00Z section welcome_back welcome_back Score: 70 → 77 (+7) | 2 dedup suggestions | 1 access request pending | 3 enrichment updates | 1 birthday this week",
             "2026-05-05T10:00:00Z event retention.app_opened days_since_last_open=64 entry_source=organic is_lapsed=true streak_current=1 streak_longest=1",
+        ])
+    }
+
+    /// Issue 15: the allowance counted every delivery of the last 7 days, so a dedup delivered
+    /// three days before quiet mode began used it up and the summary was silently lost.
+    @Test("P-LAP-3 the quiet-mode allowance counts only deliveries made in quiet mode: a dedup delivered 3 days before the 14th day does not stop the 14-day summary")
+    func quietModeAllowanceStartsWithQuietMode() throws {
+        func run(dedupOn day: String) throws -> [String] {
+            try Scenario.run("""
+                {"at":"2026-10-01T08:00:00Z","value":{"type":"user.signed_up","time_zone":"Europe/Lisbon"}}
+                {"at":"2026-10-01T09:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+                {"at":"2026-10-03T10:00:00Z","value":{"type":"intent","id":"e1","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Ana"],"contact_ids":["c1"]}}}
+                {"at":"\(day)T10:00:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":2}}}
+                """, until: "2026-10-16T00:00:00Z").summary.filter { !$0.contains("event retention.app_opened") }
+        }
+        let summary = [
+            "2026-10-14T23:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=CONTACTS",
+            "2026-10-14T23:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=14",
+            "2026-10-14T23:00:00Z lapsed_summary rin.delivery.inbox:0:4:4 deferred quiet_hours P-DND-1 until 2026-10-15T06:00:00Z",
+            "2026-10-15T06:00:00Z push retention.lapsed_summary \"1 enrichment update and 2 dedup suggestions since your last visit.\" rin://home []",
+            "2026-10-15T06:00:00Z lapsed_summary rin.delivery.inbox:0:4:4 delivered quiet_hours_ended P-DND-1",
+        ]
+        let delivered = [
+            "2026-10-03T10:00:30Z push contacts.enrichment \"Ana updated their profile. New info available.\" rin://contacts/c1 [e1]",
+            "2026-10-03T10:00:30Z e1 delivered within_budget P-BUD-1",
+        ]
+        let dedup = { (day: String) in [
+            "\(day)T10:00:30Z push contacts.dedup_ready \"2 possible duplicates found. Review and clean your contacts.\" rin://contacts/dedup [d1]",
+            "\(day)T10:00:30Z d1 delivered within_budget P-BUD-1",
+        ] }
+        #expect(try run(dedupOn: "2026-10-12") == delivered + dedup("2026-10-12") + summary)
+        #expect(try run(dedupOn: "2026-10-06") == delivered + dedup("2026-10-06") + summary)
+    }
+
+    @Test("P-LAP-3 P-LAP-4 a value reminder 6 days after the summary is held back by the quiet-mode allowance, with a decision; the 30-day one goes out")
+    func quietWeekUsedHasADecision() throws {
+        let d = try Scenario.run("""
+            {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
+            {"at":"2026-03-11T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            {"at":"2026-03-12T10:00:00Z","value":{"type":"intent","id":"e1","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["Ana"],"contact_ids":["c1"]}}}
+            """, until: "2026-04-11T00:00:00Z")
+        #expect(d.decisions.filter { !$0.contains(" e1 ") && !$0.contains("[e1]") } == [
+            "2026-03-25T00:00:00Z lapsed_summary rin.delivery.inbox:0:3:4 deferred quiet_hours P-DND-1 until 2026-03-25T07:00:00Z",
+            "2026-03-25T07:00:00Z push retention.lapsed_summary \"1 enrichment update and 0 dedup suggestions since your last visit.\" rin://home []",
+            "2026-03-25T07:00:00Z lapsed_summary rin.delivery.inbox:0:3:4 delivered quiet_hours_ended P-DND-1",
+            "2026-03-31T00:00:00Z value_reminder rin.delivery.inbox:0:3:9 deferred quiet_hours P-DND-1 until 2026-03-31T07:00:00Z",
+            "2026-03-31T07:00:00Z value_reminder rin.delivery.inbox:0:3:9 suppressed quiet_week_used P-LAP-3",
+            "2026-04-10T00:00:00Z value_reminder rin.delivery.inbox:0:3:12 deferred quiet_hours P-DND-1 until 2026-04-10T07:00:00Z",
+            "2026-04-10T07:00:00Z push retention.value_reminder \"Your contacts have been syncing in the background. 1 new enrichment available.\" rin://home []",
+            "2026-04-10T07:00:00Z value_reminder rin.delivery.inbox:0:3:12 delivered quiet_hours_ended P-DND-1",
+        ])
+    }
+
+    @Test("P-PREF-1 P-BUD-5 engine-made notifications stopped by the user's settings get decisions: push turned off, digest skipped after an open")
+    func settingsStopEngineNotifications() throws {
+        let d = try Scenario.run("""
+            {"at":"2026-03-01T10:00:00Z","value":{"type":"user.signed_up","time_zone":"UTC"}}
+            {"at":"2026-03-01T10:00:00Z","value":{"type":"user.settings_changed","push_enabled":false}}
+            {"at":"2026-03-02T10:00:00Z","value":{"type":"app.opened","entry_source":"organic"}}
+            {"at":"2026-03-03T10:00:00Z","value":{"type":"intent","id":"d1","notification":"contacts.dedup_ready","category":"CONTACTS","data":{"count":4}}}
+            """, until: "2026-03-17T00:00:00Z")
+        #expect(d.decisions == [
+            "2026-03-03T10:00:30Z d1 suppressed permission_denied P-PREF-1",
+            "2026-03-16T00:00:00Z lapsed_summary rin.delivery.inbox:0:4:4 suppressed push_disabled P-PREF-1",
         ])
     }
 
@@ -65,6 +134,7 @@ import Testing
             "2026-03-15T10:00:30Z s1 delivered within_budget P-BUD-1",
             "2026-03-16T00:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=SCORE",
             "2026-03-16T00:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=15",
+            "2026-03-16T00:00:00Z lapsed_summary rin.delivery.inbox:0:4:2 deferred quiet_hours P-DND-1 until 2026-03-16T07:00:00Z",
         ])
     }
 
@@ -78,6 +148,8 @@ import Testing
             "2026-03-02T04:00:00Z event retention.app_opened days_since_last_open=1 entry_source=organic is_lapsed=false streak_current=1 streak_longest=1",
             "2026-03-15T18:30:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=null",
             "2026-03-15T18:30:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=15",
+            "2026-03-15T18:30:00Z lapsed_summary rin.delivery.inbox:0:2:2 deferred quiet_hours P-DND-1 until 2026-03-16T01:30:00Z",
+            "2026-03-16T01:30:00Z lapsed_summary rin.delivery.inbox:0:2:2 skipped nothing_accumulated P-LAP-2",
         ])
     }
 
@@ -94,7 +166,14 @@ import Testing
             "2026-03-02T10:00:00Z event retention.app_opened days_since_last_open=1 entry_source=organic is_lapsed=false streak_current=1 streak_longest=1",
             "2026-03-16T00:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=null",
             "2026-03-16T00:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=15",
+            "2026-03-16T00:00:00Z lapsed_summary rin.delivery.inbox:0:2:2 deferred quiet_hours P-DND-1 until 2026-03-16T07:00:00Z",
+            "2026-03-16T07:00:00Z lapsed_summary rin.delivery.inbox:0:2:2 skipped nothing_accumulated P-LAP-2",
             "2026-03-31T00:00:00Z event retention.churn_signal_detected signal_type=no_action_30d user_age_days=30",
+            "2026-03-31T00:00:00Z value_reminder rin.delivery.inbox:0:2:6 deferred quiet_hours P-DND-1 until 2026-03-31T07:00:00Z",
+            "2026-03-31T07:00:00Z value_reminder rin.delivery.inbox:0:2:6 skipped no_new_enrichments P-LAP-4",
+            "2026-04-01T00:00:00Z value_reminder rin.delivery.inbox:0:2:9 deferred quiet_hours P-DND-1 until 2026-04-01T07:00:00Z",
+            "2026-04-01T07:00:00Z value_reminder rin.delivery.inbox:0:2:9 skipped no_new_enrichments P-LAP-4",
+            "2026-05-01T00:00:00Z dormant_email rin.delivery.inbox:0:2:12 suppressed email_not_opted_in P-LAP-5",
             "2026-05-01T12:00:30Z d1 suppressed dormant P-LAP-5",
             "2026-05-01T12:00:30Z section needs_attention contacts.dedup_ready \"2 possible duplicates found. Review and clean your contacts.\"",
             "2026-05-02T10:00:30Z b1 suppressed dormant P-LAP-5",
@@ -131,7 +210,9 @@ import Testing
             "2026-03-06T12:00:00Z event retention.churn_signal_detected signal_type=score_declining user_age_days=5",
             "2026-03-19T00:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=CONTACTS",
             "2026-03-19T00:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=18",
+            "2026-03-19T00:00:00Z lapsed_summary rin.delivery.inbox:0:9:2 deferred quiet_hours P-DND-1 until 2026-03-19T07:00:00Z",
             "2026-03-19T07:00:00Z push retention.lapsed_summary \"1 enrichment update and 0 dedup suggestions since your last visit.\" rin://home []",
+            "2026-03-19T07:00:00Z lapsed_summary rin.delivery.inbox:0:9:2 delivered quiet_hours_ended P-DND-1",
             "2026-03-19T07:05:00Z event retention.quiet_mode_exited days_in_quiet_mode=0",
             "2026-03-19T07:05:00Z event retention.lapsed_reengaged days_inactive=14 entry_source=notification reengagement_type=14d_summary",
             "2026-03-19T07:05:00Z section welcome_back welcome_back 1 enrichment update | 4 new contacts from sync",
@@ -160,7 +241,9 @@ import Testing
             "2026-03-30T11:00:30Z push contacts.enrichment \"Dan and 1 other updated their profiles. New info available.\" rin://home [e2]",
             "2026-03-30T11:00:30Z e2 delivered within_budget P-BUD-1",
             "2026-03-31T00:00:00Z event retention.churn_signal_detected signal_type=no_action_30d user_age_days=30",
+            "2026-03-31T00:00:00Z value_reminder rin.delivery.inbox:0:6:3 deferred quiet_hours P-DND-1 until 2026-03-31T07:00:00Z",
             "2026-03-31T07:00:00Z push retention.value_reminder \"Your contacts have been syncing in the background. 2 new enrichments available.\" rin://home []",
+            "2026-03-31T07:00:00Z value_reminder rin.delivery.inbox:0:6:3 delivered quiet_hours_ended P-DND-1",
         ])
     }
 
@@ -190,7 +273,9 @@ import Testing
             "2026-03-02T14:00:30Z section needs_attention contacts.dedup_ready \"2 possible duplicates found. Review and clean your contacts.\"",
             "2026-03-15T00:00:00Z event retention.quiet_mode_entered days_inactive=14 last_notification_category=CONTACTS",
             "2026-03-15T00:00:00Z event retention.churn_signal_detected signal_type=14d_inactive user_age_days=14",
+            "2026-03-15T00:00:00Z top_pending rin.delivery.inbox:0:6:4 deferred quiet_hours P-DND-1 until 2026-03-15T07:00:00Z",
             "2026-03-15T07:00:00Z push contacts.dedup_ready \"2 possible duplicates found. Review and clean your contacts.\" rin://contacts/dedup [d2]",
+            "2026-03-15T07:00:00Z top_pending rin.delivery.inbox:0:6:4 delivered quiet_hours_ended P-DND-1",
         ])
     }
 

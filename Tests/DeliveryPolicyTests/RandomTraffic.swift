@@ -104,7 +104,7 @@ struct RandomTraffic {
         self.end = t + .days(3)
     }
 
-    private static func randomIntent(_ rng: inout SplitMix64, local: LocalDateTime, zone: Zone) -> (String, String, String, Timestamp?) {
+    static func randomIntent(_ rng: inout SplitMix64, local: LocalDateTime, zone: Zone) -> (String, String, String, Timestamp?) {
         let names = ["Alice", "Bob", "Cid", "Dee", "Eve", "Fay"]
         switch rng.int(11) {
         case 0, 1:

@@ -117,7 +117,9 @@ struct Scenario {
         case .delivery(let d):
             return "\(at) \(d.channel == .email ? "email" : "push") \(d.notification) \"\(d.body)\" \(d.deepLink) [\(d.mergedIntents.joined(separator: ","))]"
         case .decision(let d):
-            var text = "\(at) \(d.intentId) \(d.outcome.rawValue) \(d.reason ?? "-") \(d.rule)"
+            // An engine-made notification's decision: its kind and id where an intent's has the intent id.
+            let subject = d.intentId ?? "\(d.kind?.rawValue ?? "?") \(d.notificationId ?? "?")"
+            var text = "\(at) \(subject) \(d.outcome.rawValue) \(d.reason ?? "-") \(d.rule)"
             if let until = d.until { text += " until \(until.rfc3339)" }
             return text
         case .sectionItem(let s):

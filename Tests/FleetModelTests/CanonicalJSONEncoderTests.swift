@@ -86,14 +86,18 @@ enum RecordGen {
             return .delivery(Delivery(
                 id: id, userId: user, notificationId: s(), channel: dice.pick(DeliveryChannel.allCases), notification: s(),
                 category: s(), title: s(), body: s(), deepLink: s(), mergedIntents: (0..<dice.below(4)).map { _ in s() }))
-        default:
+        case 20:
             return .decision(Decision(
                 id: id, userId: user, intentId: s(), outcome: dice.pick(DecisionOutcome.allCases), reason: maybe { s() },
                 notificationId: maybe { s() }, until: maybe { at }, rule: s()))
+        default:
+            return .decision(Decision(
+                id: id, userId: user, kind: dice.pick(EngineNotificationKind.allCases), notificationId: s(),
+                outcome: dice.pick(DecisionOutcome.allCases), reason: s(), until: maybe { at }, rule: s()))
         }
     }
 
-    static let kinds = 21
+    static let kinds = 22
 }
 
 @Suite("CanonicalJSONEncoder writes JSONEncoder's bytes")
@@ -138,8 +142,8 @@ struct CanonicalJSONEncoderTests {
     }
 
     static let edgeDoubles: [Double] = [
-        0, -0.0, 0.1, 0.2, 0.30000000000000004, 1, -1, 2.5, 100, 1e15, 1e16, 1e17, 123456789012345678, 9007199254740993,
-        1e21, 1e22, -1e21, 1e-4, 1e-5, 1.5e-7, 5e-324, 2.2250738585072014e-308, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+        0, -0.0, 0.1, 0.2, 0.30000000000000004, 1, -1, 2.5, 100, 1e15, 1e16, 1e17, 123456789012345680, 9007199254740992,
+        1e21, 1e22, -1e21, 1e-4, 1e-5, 1.5e-7, .leastNonzeroMagnitude, 2.2250738585072014e-308, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
         .leastNormalMagnitude, .ulpOfOne, 4294967296, 9.223372036854776e18, 1.8446744073709552e19, 3.141592653589793, 1 / 3,
     ]
 

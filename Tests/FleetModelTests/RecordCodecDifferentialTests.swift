@@ -263,7 +263,7 @@ struct RecordCodecDifferentialTests {
             let edge: [Int64] = [0, -1, 1, .max, .min, 1 << 53, (1 << 53) + 1, -(1 << 62)]
             return .int(dice.chance(30) ? dice.pick(edge) : Int64(truncatingIfNeeded: dice.next()) >> dice.below(64))
         case 3:
-            let edge: [Double] = [0.5, -0.25, 1e300, -1e-300, 5e-324, 0.1, 1e19, -1e19, 3.0e18, 123.456]
+            let edge: [Double] = [0.5, -0.25, 1e300, -1e-300, .leastNonzeroMagnitude, 0.1, 1e19, -1e19, 3.0e18, 123.456]
             return .double(dice.chance(40) ? dice.pick(edge) : Double(bitPattern: dice.next() & 0x7FEF_FFFF_FFFF_FFFF) * (dice.chance(50) ? 1 : -1))
         case 4: return .string(randomString(&dice))
         case 5: return .array((0..<dice.below(4)).map { _ in randomJSON(&dice, depth: depth + 1) })
@@ -278,7 +278,7 @@ struct RecordCodecDifferentialTests {
         let id = randomString(&dice), user = dice.chance(90) ? "u" + randomString(&dice) : ""
         let at = Timestamp(millisecondsSinceEpoch: Int64(dice.below(4_000_000_000)) * 1000 + Int64(dice.below(1000)))
         func object() -> JSONObject { randomJSON(&dice).objectValue ?? ["k": randomJSON(&dice)] }
-        switch dice.below(6) {
+        switch dice.below(7) {
         case 0:
             return .intent(Intent(
                 id: id, userId: user, notification: randomString(&dice), category: randomString(&dice), data: object(),
@@ -300,6 +300,11 @@ struct RecordCodecDifferentialTests {
                 oldestUnreviewedDedupAt: dice.chance(50) ? at : nil,
                 enrichment: (0..<dice.below(4)).map { _ in .init(contactId: randomString(&dice), name: randomString(&dice)) },
                 conflicts: (0..<dice.below(3)).map { _ in .init(contactId: randomString(&dice), name: randomString(&dice), field: randomString(&dice)) }))
+        case 5:
+            return .decision(Decision(
+                id: id, userId: user, kind: dice.pick(EngineNotificationKind.allCases), notificationId: randomString(&dice),
+                outcome: dice.pick(DecisionOutcome.allCases), reason: randomString(&dice), until: dice.chance(50) ? at : nil,
+                rule: randomString(&dice)))
         default:
             return .decision(Decision(
                 id: id, userId: user, intentId: randomString(&dice), outcome: dice.pick(DecisionOutcome.allCases),

@@ -137,7 +137,9 @@ struct Session {
         let ids = records.map(\.id)
         #expect(Set(ids).count == ids.count)
         var finals: [String: Int] = [:]
-        for case .decision(let decision) in records where decision.outcome.isFinal { finals[decision.intentId, default: 0] += 1 }
+        for case .decision(let decision) in records where decision.outcome.isFinal {
+            if let intentId = decision.intentId { finals[intentId, default: 0] += 1 }
+        }
         // Intents the delivery stage accepted: those on the inbox (from lines or stages) not dead-lettered there.
         let refused = Set(outputs.compactMap { output -> String? in
             guard case .deadLetter(let letter) = output.value, output.topic == "rin.delivery.inbox.dlq" else { return nil }

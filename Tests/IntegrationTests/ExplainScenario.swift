@@ -56,6 +56,59 @@ enum ExplainScenario {
         ]
     }
 
+    static let digestUser = "u-digest"
+
+    /// Issue 15's busy day: seven intents on 21 November (over the digest threshold of 5, so
+    /// the last ones are `digested`, P-BUD-5), three more at 03:00 the next night, deferred to
+    /// 07:00 (P-DND-1), where they spend the budget; at 09:00 the digest is suppressed
+    /// (daily_budget, P-BUD-1).
+    static func digestDays() -> [Entry] {
+        let user = digestUser
+        let day: [Intent] = [
+            Fixtures.scoreIntent(id: "g1", user: user, old: 60, new: 64),
+            Fixtures.dedupIntent(id: "g2", user: user, count: 3),
+            Intent(id: "g3", userId: user, notification: "contacts.sync_conflict", category: "CONTACTS",
+                   data: ["count": 2, "contact_ids": ["c-1", "c-2"]], source: Fixtures.source),
+            Fixtures.enrichmentIntent(id: "g4", user: user, names: ["Ada"]),
+            Fixtures.enrichmentIntent(id: "g5", user: user, names: ["Grace"]),
+            Fixtures.enrichmentIntent(id: "g6", user: user, names: ["Alan"]),
+            Fixtures.enrichmentIntent(id: "g7", user: user, names: ["Edsger"]),
+        ]
+        let night: [Intent] = [
+            Fixtures.scoreIntent(id: "g8", user: user, old: 64, new: 70),
+            Fixtures.dedupIntent(id: "g9", user: user, count: 5),
+            Intent(id: "g10", userId: user, notification: "contacts.sync_conflict", category: "CONTACTS",
+                   data: ["count": 1, "contact_ids": ["c-3"]], source: Fixtures.source),
+        ]
+        var entries = day.enumerated().map { i, intent in
+            Entry(record: .intent(intent), time: .at("2026-11-21T09:00:00Z") + .hours(Int64(i)), key: user)
+        }
+        entries += night.enumerated().map { i, intent in
+            Entry(record: .intent(intent), time: .at("2026-11-22T03:00:00Z") + .minutes(Int64(10 * i)), key: user)
+        }
+        entries.append(Entry(record: .tick(Tick(id: "tick-seven")), time: .at("2026-11-22T07:00:05Z"), key: nil))
+        entries.append(Entry(record: .tick(Tick(id: "tick-nine")), time: .at("2026-11-22T09:00:05Z"), key: nil))
+        return entries
+    }
+
+    static let lapsedUser = "u-lapsed"
+
+    /// Issue 15's lapsed user: last open on 1 October, an enrichment on 3 October and a dedup
+    /// on 12 October (both delivered); quiet mode begins on 15 October (day 14) and the 14-day
+    /// summary waits out quiet hours until 07:00 (P-DND-1), then goes out (P-LAP-2, P-LAP-3).
+    static func lapsedFortnight() -> [Entry] {
+        let user = lapsedUser
+        return [
+            Entry(record: .userSignedUp(UserSignedUp(id: "l0", userId: user, timeZone: .utc)), time: .at("2026-10-01T08:00:00Z"), key: user),
+            Entry(record: .intent(Fixtures.enrichmentIntent(id: "l1", user: user, names: ["Ada"])),
+                  time: .at("2026-10-03T10:00:00Z"), key: user),
+            Entry(record: .intent(Fixtures.dedupIntent(id: "l2", user: user, count: 2)), time: .at("2026-10-12T10:00:00Z"), key: user),
+            Entry(record: .tick(Tick(id: "tick-l2")), time: .at("2026-10-12T10:01:00Z"), key: nil),
+            Entry(record: .tick(Tick(id: "tick-midnight")), time: .at("2026-10-15T00:00:05Z"), key: nil),
+            Entry(record: .tick(Tick(id: "tick-seven")), time: .at("2026-10-15T07:00:05Z"), key: nil),
+        ]
+    }
+
     /// The user's log as the runtime would leave it after folding `entries` on `partition`.
     static func log(user: String, entries: [Entry], partition: Int32, partitionCount: Int = 2) -> UserLog {
         var worker = InMemoryDeliveryWorker(partition: partition)

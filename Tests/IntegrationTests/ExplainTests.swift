@@ -110,6 +110,76 @@ struct ExplainTimelineTests {
         ])
     }
 
+    /// Issue 15: "released: pending digest …: scheduled for 09:00" was the last word on a digest
+    /// that never went out.
+    @Test("P-BUD-5 P-BUD-1 a digested intent's chain ends in the digest's own decision: suppressed daily_budget at 09:00, after the 07:00 releases spent the budget")
+    func digestChain() throws {
+        let user = ExplainScenario.digestUser
+        let timeline = UserTimeline(
+            log: ExplainScenario.log(user: user, entries: ExplainScenario.digestDays(), partition: 0), window: .all, profile: Self.profile)
+        let chain = try #require(timeline.chains.first { $0.intentId == "g7" })
+        #expect(chain.finalOutcome == .digested)  // the intent's own outcome; the digest's decision follows it
+        #expect(chain.links.map { [$0.decision.kind?.rawValue ?? "intent", $0.decision.outcome.rawValue, $0.decision.reason ?? "", $0.decision.rule] } == [
+            ["intent", "digested", "daily_budget", "P-BUD-5"],
+            ["digest", "suppressed", "daily_budget", "P-BUD-1"],
+        ])
+        let digested = chain.links[0], digest = chain.links[1]
+        #expect(digest.decision.notificationId == digested.decision.notificationId)
+        #expect(digest.decision.intentId == nil)
+        #expect(digest.input == .tick(id: "tick-nine") && digest.firedByTimer)
+        #expect(digest.delivery == nil)
+        #expect(digest.state.first?.text.hasPrefix("budget 3/3 used on 2026-11-22 (UTC)") == true)
+        let id = try #require(digest.decision.notificationId)
+
+        // Every digested intent leads to the same decision.
+        let digestedChains = timeline.chains.filter { $0.links.contains { $0.decision.outcome == .digested } }
+        #expect(digestedChains.count >= 2)
+        #expect(digestedChains.allSatisfy { $0.links.last?.decision == digest.decision })
+
+        try expectInOrder(TimelineRendering.text(timeline), [
+            "decision   g7 contacts.enrichment digested: daily_budget (P-BUD-5), notification \(id)",
+            "tick tick-seven: log time moved, this user's timers fired",
+            "tick tick-nine: log time moved, this user's timers fired",
+            "decision   digest \(id) suppressed: daily_budget (P-BUD-1)",
+            "released: pending digest \(id): scheduled for 2026-11-22T09:00:00Z",
+            "g7  contacts.enrichment (CONTACTS), from test.source:0:0 -> digested",
+            "digested: daily_budget (P-BUD-5) at inbox[",
+            "digest \(id) suppressed: daily_budget (P-BUD-1) at inbox[",
+            "(timer fired by tick tick-nine)",
+            "state: budget 3/3 used on 2026-11-22 (UTC)",
+        ])
+        let document = try JSONDecoder().decode(JSONValue.self, from: Data(TimelineRendering.json(timeline).utf8))
+        let links = try #require(document["intents"]?.arrayValue?.first { $0["intent_id"]?.stringValue == "g7" }?["links"]?.arrayValue)
+        #expect(links.last?["decision"]?["kind"]?.stringValue == "digest")
+        #expect(links.last?["decision"]?["intent_id"] == nil)
+        #expect(links.last?["decision"]?["notification_id"]?.stringValue == id)
+    }
+
+    /// Issue 15: explain showed the summary deferred, then released, and nothing after it.
+    @Test("P-LAP-2 P-LAP-3 the lapsed user's timeline: the 14-day summary deferred to 07:00 (P-DND-1), then its delivery and decision")
+    func lapsedSummaryTimeline() throws {
+        let user = ExplainScenario.lapsedUser
+        let timeline = UserTimeline(
+            log: ExplainScenario.log(user: user, entries: ExplainScenario.lapsedFortnight(), partition: 0), window: .all, profile: Self.profile)
+        let decisions = timeline.steps.flatMap(\.outputs).compactMap { output -> Decision? in
+            if case .decision(let d) = output.record, d.kind != nil { d } else { nil }
+        }
+        #expect(decisions.map { [$0.kind?.rawValue ?? "", $0.outcome.rawValue, $0.reason ?? "", $0.rule] } == [
+            ["lapsed_summary", "deferred", "quiet_hours", "P-DND-1"],
+            ["lapsed_summary", "delivered", "quiet_hours_ended", "P-DND-1"],
+        ])
+        let id = try #require(decisions.first?.notificationId)
+        try expectInOrder(TimelineRendering.text(timeline), [
+            "tick tick-midnight: log time moved, this user's timers fired",
+            "decision   lapsed_summary \(id) deferred until 2026-10-15T07:00:00Z: quiet_hours (P-DND-1)",
+            "pending lapsed summary \(id): deferred until 2026-10-15T07:00:00Z (07:00 UTC) (P-DND-1)",
+            "tick tick-seven: log time moved, this user's timers fired",
+            "delivery   \(id) push retention.lapsed_summary",
+            "decision   lapsed_summary \(id) delivered: quiet_hours_ended (P-DND-1)",
+            "released: pending lapsed summary \(id)",
+        ])
+    }
+
     @Test("--since/--until restrict the steps by log time; a shown intent keeps the decisions from before the range")
     func windowFilters() throws {
         let morning = Self.quietTimeline(TimeWindow(since: .at("2026-11-22T00:00:00Z")))

@@ -50,8 +50,10 @@ extension FleetHarness {
                 }
             }
         }
-        // P-IDEM-1: one decision per intent, whatever was repeated.
-        let perIntent = Dictionary(grouping: decisions, by: \.intentId)
+        // P-IDEM-1: one decision per intent, whatever was repeated (engine-made notifications'
+        // decisions, `kind` and no `intent_id`, were compared with the fault-free run above).
+        var perIntent: [String: [Decision]] = [:]
+        for decision in decisions { if let intentId = decision.intentId { perIntent[intentId, default: []].append(decision) } }
         let repeated = perIntent.filter { $0.value.count > 1 }.keys.sorted()
         #expect(repeated.isEmpty, "intents with more than one decision: \(repeated.prefix(5))")
         #expect(Set(perIntent.keys) == intents, "intents without a decision: \(intents.subtracting(perIntent.keys).sorted().prefix(5))")

@@ -209,7 +209,7 @@ final class FleetRecorder: Sendable {
                 case .intent(let intent) where topic == Topics.deliveryInbox:
                     state.intentIds.insert(intent.id)
                 case .decision(let decision):
-                    state.decidedIntentIds.insert(decision.intentId)
+                    if let intentId = decision.intentId { state.decidedIntentIds.insert(intentId) }
                     if decision.rule == "P-BUD-1" && decision.outcome == .suppressed { state.budgetSuppressions += 1 }
                 case .delivery(let delivery):
                     state.deliveries[delivery.id] = Delivered(

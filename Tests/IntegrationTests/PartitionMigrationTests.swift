@@ -164,7 +164,9 @@ private struct DecisionDigest {
             guard let record = try? RecordCodec.decode(bytes, topic: topic) else { continue }
             switch record {
             case .decision(let decision):
-                decisions[decision.intentId, default: []].append(
+                // An engine-made notification's decisions are compared under its kind and id.
+                let key = decision.intentId ?? "\(decision.kind?.rawValue ?? "?") \(decision.notificationId ?? "?")"
+                decisions[key, default: []].append(
                     "\(decision.outcome.rawValue) \(decision.reason ?? "-") \(decision.rule) \(decision.until?.description ?? "-")")
             case .delivery(let delivery):
                 deliveries.insert("\(delivery.userId) \(deliveredAt[delivery.id]?.description ?? "?") \(delivery.notification) \(delivery.channel) \(delivery.title) | \(delivery.body) | \(delivery.mergedIntents.sorted())")

@@ -35,7 +35,9 @@ struct SegmentFleetTests {
         }
         let intents = Set(records.compactMap { if case .intent(let i) = $0.record { i.id } else { nil } })
         var finals: [String: Int] = [:]
-        for case .decision(let d) in records.map(\.record) where d.outcome.isFinal { finals[d.intentId, default: 0] += 1 }
+        for case .decision(let d) in records.map(\.record) where d.outcome.isFinal {
+            if let intentId = d.intentId { finals[intentId, default: 0] += 1 }
+        }
         let decidedLater = intents.subtracting(finals.keys)
         #expect(finals.values.allSatisfy { $0 == 1 }, "an intent has more than one final decision")
         // Only intents still pending at the end of the run (a deferral or an open window) may lack one.

@@ -4,8 +4,9 @@ public import FleetModel
 ///
 /// Input: every `rin.delivery.inbox` record of one user (intents, section items and retention
 /// events from upstream, forwarded `rin.app.activity` records, ticks). Output, through the
-/// context: `delivery` records, one final `decision` per intent (plus non-final `deferred`
-/// ones), smart-section items and §11 retention events. Time comes only from `context.now`
+/// context: `delivery` records, one final `decision` per intent and per notification the
+/// engine makes itself (plus non-final `deferred` ones), smart-section items and §11 retention
+/// events. Time comes only from `context.now`
 /// and ids only from `context.nextID()`, so the same log gives byte-identical output.
 ///
 /// All numbers, the catalog and the copy come from the `PolicyProfile`.

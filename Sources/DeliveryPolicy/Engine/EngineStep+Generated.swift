@@ -1,7 +1,12 @@
 import FleetModel
 
-/// Notifications the engine makes itself: the digest (P-BUD-5) and the lapse tiers (P-LAP-2/4/5).
-/// They have no intent, so no decision records; when a rule stops them they are simply not sent.
+/// Notifications the engine makes itself: the digest (P-BUD-5), the lapse tiers (P-LAP-2/3/4)
+/// and the dormant email (P-LAP-5).
+///
+/// They have no intent, so they get decision records of their own (`kind`, no `intent_id`): a
+/// deferral for each new end of quiet hours, then one final decision. Without them a rule that
+/// stopped one left no trace, and an intent's `digested` decision named a notification nobody
+/// could follow.
 extension EngineStep {
     /// Adds `ids` to the digest of the current period, creating it (and folding in what was
     /// held back earlier that day) if needed. Returns the digest's notification id.
@@ -49,24 +54,53 @@ extension EngineStep {
         state.pending.append(candidate)
     }
 
+    /// Decides an engine-made notification now, writing its decision. Returns it when it stays
+    /// pending (deferred to the end of quiet hours).
     mutating func decideGenerated(_ original: Candidate) -> Candidate? {
         var candidate = original
         let email = candidate.kind == .dormantEmail
-        if email ? !state.emailOptIn : pushBlocked { return nil }
-        if candidate.kind == .digest && (inQuietMode || isDormant) { return nil }
+        if email {
+            if !state.emailOptIn { return settleGenerated(candidate, .suppressed, "email_not_opted_in", "P-LAP-5") }
+        } else {
+            // P-PREF-1; the user's own switch and the OS permission are told apart, as the
+            // operator's fix differs.
+            if !state.pushEnabled { return settleGenerated(candidate, .suppressed, "push_disabled", "P-PREF-1") }
+            if state.notificationsDenied { return settleGenerated(candidate, .suppressed, "permission_denied", "P-PREF-1") }
+            // P-LAP-5: no push at all once dormant (a value reminder of the no-action trigger included).
+            if isDormant { return settleGenerated(candidate, .suppressed, "dormant", "P-LAP-5") }
+        }
+        // P-LAP-3: in quiet mode the only kinds allowed are the tier notifications.
+        if candidate.kind == .digest && inQuietMode { return settleGenerated(candidate, .suppressed, "quiet_mode", "P-LAP-3") }
         if !email, let end = quietHours.end(containing: now, local: localNow, in: zone) {
+            if candidate.until != end {
+                emitGeneratedDecision(candidate, .deferred, reason: "quiet_hours", rule: "P-DND-1", until: end)
+            }
             candidate.phase = .deferred
             candidate.until = end
             candidate.dueAt = end
             return candidate
         }
-        if candidate.kind != .digest && inQuietMode && quietWeekIsUsed() { return nil }  // P-LAP-3, every channel
-        if profile.budget.dailyLimit - ledger().delivered <= 0 { return nil }
-        guard let generated = renderGenerated(candidate) else { return nil }
-        let (type, rendered) = generated
+        // What it would say is read only now, at its time: intents that arrive while it waits
+        // out quiet hours count in a summary.
+        let type: PolicyProfile.NotificationType, rendered: RenderedNotification
+        switch renderGenerated(candidate) {
+        case .rendered(let t, let r): (type, rendered) = (t, r)
+        case .nothingToSay(let reason, let rule): return settleGenerated(candidate, .skipped, reason, rule)
+        case .notInCatalog: return settleGenerated(candidate, .suppressed, "not_in_catalog", "P-CAT-1")
+        case .noCopy: return settleGenerated(candidate, .suppressed, "no_copy", "P-PROF-1")
+        }
+        if candidate.kind != .digest && inQuietMode && quietWeekIsUsed() {  // every channel
+            return settleGenerated(candidate, .suppressed, "quiet_week_used", "P-LAP-3")
+        }
+        // P-BUD-1; a digest's items stay in the smart sections they went to when digested (P-BUD-4).
+        if profile.budget.dailyLimit - ledger().delivered <= 0 {
+            return settleGenerated(candidate, .suppressed, "daily_budget", "P-BUD-1")
+        }
         emitDelivery(
             rendered, notificationId: candidate.notificationId, category: type.category, channel: email ? .email : .push,
             merged: candidate.kind == .digest ? candidate.summarised : candidate.intents.map(\.id))
+        let (reason, rule) = original.phase == .deferred ? ("quiet_hours_ended", "P-DND-1") : ("within_budget", "P-BUD-1")
+        emitGeneratedDecision(candidate, .delivered, reason: reason, rule: rule)
         recordDelivery(type, bodyHash: IdempotencyMemory.hash(rendered.body))
         switch candidate.kind {
         case .lapsedSummary, .topPending:
@@ -83,44 +117,116 @@ extension EngineStep {
         return nil
     }
 
+    /// The final decision of a generated notification that is not delivered; it is no longer pending.
+    private mutating func settleGenerated(_ candidate: Candidate, _ outcome: DecisionOutcome, _ reason: String, _ rule: String) -> Candidate? {
+        emitGeneratedDecision(candidate, outcome, reason: reason, rule: rule)
+        return nil
+    }
+
+    /// P-BUD-5 ("skipped if the user opened the app since") and P-LAP-6 (an open ends the
+    /// lapse): the engine-made notifications an open makes pointless, each with its decision.
+    mutating func skipPendingOnOpen() {
+        guard state.pending.contains(where: { $0.kind.isSkippedOnOpen }) else { return }
+        for candidate in state.pending where candidate.kind.isSkippedOnOpen {
+            emitGeneratedDecision(candidate, .skipped, reason: "opened_since", rule: candidate.kind == .digest ? "P-BUD-5" : "P-LAP-6")
+        }
+        state.pending.removeAll { $0.kind.isSkippedOnOpen }
+    }
+
+    private mutating func emitGeneratedDecision(
+        _ candidate: Candidate, _ outcome: DecisionOutcome, reason: String, rule: String, until: Timestamp? = nil
+    ) {
+        guard let kind = candidate.kind.engineNotificationKind else { return }
+        let decision = Decision(
+            id: context.nextID(), userId: userId, kind: kind, notificationId: candidate.notificationId, outcome: outcome,
+            reason: reason, until: until, rule: rule)
+        context.emit(.decision(decision), to: Topics.decisions)
+    }
+
     /// P-LAP-3: at most `quiet_mode_max_notifications` non-allowed-category notifications per
-    /// `quiet_mode_period_days` while in quiet mode.
+    /// `quiet_mode_period_days` *while in quiet mode*: deliveries from before it began (the
+    /// week before a user lapsed) do not use the allowance, or the 14-day summary of a user who
+    /// got anything in the last days before quiet mode would be lost.
     private func quietWeekIsUsed() -> Bool {
-        let since = now - profile.lapse.quietModePeriod
+        guard let quietSince = state.lapse.quietSince else { return false }
+        let windowStart = now - profile.lapse.quietModePeriod
         let allowed = profile.lapse.quietModeAllowedCategories
         let used = state.recent.count { delivery in
-            guard delivery.at > since, let type = prepared.catalog[delivery.type]?.type else { return false }
+            guard delivery.at > windowStart, delivery.at >= quietSince, let type = prepared.catalog[delivery.type]?.type else {
+                return false
+            }
             return !type.alwaysDeliver && !allowed.contains(type.category)
         }
         return used >= profile.lapse.quietModeMaxNotifications
     }
 
-    private func renderGenerated(_ candidate: Candidate) -> (PolicyProfile.NotificationType, RenderedNotification)? {
+    private enum GeneratedCopy {
+        case rendered(PolicyProfile.NotificationType, RenderedNotification)
+        /// Nothing (left) to say: skipped, with the reason and the rule that says so.
+        case nothingToSay(reason: String, rule: String)
+        /// A replay under another profile whose catalog lacks the type.
+        case notInCatalog
+        /// The profile has no copy for the variant needed.
+        case noCopy
+    }
+
+    private func renderGenerated(_ candidate: Candidate) -> GeneratedCopy {
         let totals = state.sinceOpen
+        func copy(_ type: PolicyProfile.NotificationType, _ rendered: RenderedNotification?) -> GeneratedCopy {
+            rendered.map { .rendered(type, $0) } ?? .noCopy
+        }
         switch candidate.kind {
         case .digest:
-            guard !candidate.summarised.isEmpty, let type = profile.catalog[profile.digest.notification],
-                  let rendered = Renderer.renderGenerated(type, variant: "one", values: ["count": String(candidate.summarised.count)])
-            else { return nil }
-            return (type, rendered)
+            guard let type = profile.catalog[profile.digest.notification] else { return .notInCatalog }
+            guard !candidate.summarised.isEmpty else { return .nothingToSay(reason: "nothing_to_summarise", rule: "P-BUD-5") }
+            return copy(type, Renderer.renderGenerated(type, variant: "one", values: ["count": String(candidate.summarised.count)]))
         case .lapsedSummary, .dormantEmail:
+            guard let type = profile.catalog[profile.lapse.summaryNotification] else { return .notInCatalog }
             // "If nothing changed, nothing appears" (§5.4).
-            guard totals.enrichment + totals.dedup > 0, let type = profile.catalog[profile.lapse.summaryNotification] else { return nil }
+            guard totals.enrichment + totals.dedup > 0 else {
+                return .nothingToSay(reason: "nothing_accumulated", rule: candidate.kind == .dormantEmail ? "P-LAP-5" : "P-LAP-2")
+            }
             var values = ["enrichments": String(totals.enrichment), "dedups": String(totals.dedup)]
             var variant = "without_score"
             if let score = state.lastScore {
                 values["score"] = String(score)
                 variant = "one"
             }
-            return Renderer.renderGenerated(type, variant: variant, values: values).map { (type, $0) }
+            return copy(type, Renderer.renderGenerated(type, variant: variant, values: values))
         case .valueReminder:
-            guard totals.enrichment > 0, let type = profile.catalog[profile.lapse.valueReminderNotification] else { return nil }
-            return Renderer.renderGenerated(type, variant: "one", values: ["enrichments": String(totals.enrichment)]).map { (type, $0) }
+            guard let type = profile.catalog[profile.lapse.valueReminderNotification] else { return .notInCatalog }
+            guard totals.enrichment > 0 else { return .nothingToSay(reason: "no_new_enrichments", rule: "P-LAP-4") }
+            return copy(type, Renderer.renderGenerated(type, variant: "one", values: ["enrichments": String(totals.enrichment)]))
         case .topPending:
-            guard let intent = candidate.intents.first, let type = profile.catalog[intent.type] else { return nil }
-            return Renderer.render(type, [intent]).map { (type, $0) }
+            guard let intent = candidate.intents.first else { return .nothingToSay(reason: "nothing_pending", rule: "P-LAP-3") }
+            guard let type = profile.catalog[intent.type] else { return .notInCatalog }
+            guard let rendered = Renderer.render(type, [intent]) else { return .nothingToSay(reason: "no_net_change", rule: "P-COAL-1") }
+            return .rendered(type, rendered)
         case .intents:
-            return nil
+            return .notInCatalog  // not reached: `decide` hands intents to `decideIntents`
+        }
+    }
+}
+
+extension Candidate.Kind {
+    /// The `kind` of this candidate's decision records; nil for intents, whose decisions name them.
+    var engineNotificationKind: EngineNotificationKind? {
+        switch self {
+        case .intents: nil
+        case .digest: .digest
+        case .lapsedSummary: .lapsedSummary
+        case .topPending: .topPending
+        case .valueReminder: .valueReminder
+        case .dormantEmail: .dormantEmail
+        }
+    }
+
+    /// Made pointless by an open (P-BUD-5, P-LAP-6); a value reminder is not: it is also due to
+    /// users who open the app but take no action (§9.1).
+    var isSkippedOnOpen: Bool {
+        switch self {
+        case .digest, .lapsedSummary, .topPending, .dormantEmail: true
+        case .intents, .valueReminder: false
         }
     }
 }

@@ -48,7 +48,7 @@ extension EngineStep {
         let noAction = state.lapse.noActionFired
         state.lapse = LapseState()
         state.lapse.noActionFired = noAction
-        state.pending.removeAll { $0.kind == .digest || $0.kind == .lapsedSummary || $0.kind == .topPending || $0.kind == .dormantEmail }
+        skipPendingOnOpen()
         state.lastOpenAt = now
     }
 
@@ -180,7 +180,8 @@ extension EngineStep {
         case .dormant:
             // P-LAP-5: no push from here on; one email to users who opted in.
             state.lapse.mark(.dormant)
-            if lapse.dormantEmail && state.emailOptIn {
+            // Scheduled without the opt-in too, so its decision says why no email went out.
+            if lapse.dormantEmail {
                 scheduleGenerated(.dormantEmail, category: profile.catalog[lapse.summaryNotification]?.category ?? "")
             }
         case .noAction:

@@ -239,13 +239,19 @@ extension EngineStep {
         return nil
     }
 
-    /// P-COOL-1.
+    /// P-COOL-1: at most `max_deliveries` per `per` *while in cool-down*. The deliveries the user
+    /// dismissed into it came before it began and do not count, or the cool-down would hold
+    /// back even its one allowed delivery until the last of them was `per` old. It began
+    /// `duration` before it ends (the state keeps only the end).
     private func cooldownVerdict(_ type: PolicyProfile.NotificationType) -> Verdict? {
         guard !profile.category(type.category).cooldownExempt, let until = state.cooldownUntil[type.category], until > now else {
             return nil
         }
-        let since = now - profile.cooldown.per
-        let recent = state.recent.count { $0.at > since && prepared.catalog[$0.type]?.type.category == type.category }
+        let windowStart = now - profile.cooldown.per
+        let began = until - profile.cooldown.duration
+        let recent = state.recent.count {
+            $0.at > windowStart && $0.at >= began && prepared.catalog[$0.type]?.type.category == type.category
+        }
         return recent >= profile.cooldown.maxDeliveries ? Verdict(reason: "category_cooldown", rule: "P-COOL-1", volume: true) : nil
     }
 

@@ -144,9 +144,10 @@ struct EngineStep {
 
 extension PolicyProfile {
     /// How far back delivery history must reach: the longest window a rule reads
-    /// (duplicate content, cool-down rate, weekly caps, minimum intervals).
+    /// (duplicate content, cool-down rate, the quiet-mode allowance, weekly caps, minimum intervals).
     func computeHistoryHorizon() -> TimeSpan {
-        var longest = max(duplicateContent.window, cooldown.per)
+        // P-LAP-3's quiet-mode allowance counts deliveries of the last `quiet_mode_period_days`.
+        var longest = max(duplicateContent.window, cooldown.per, lapse.quietModePeriod)
         for type in catalog.values {
             if type.caps.perWeek != nil { longest = max(longest, .days(7)) }
             if let interval = type.caps.minInterval { longest = max(longest, interval) }

@@ -1,5 +1,5 @@
 import Foundation
-public import FleetModel
+import FleetModel
 import FleetWorkers
 
 /// How `fleetctl dlq` prints dead letters: a table for people, JSON lines for tools, and one

@@ -51,7 +51,9 @@ public enum TimelineRendering {
                 lines.append("    arrival not retained")
             }
             for link in chain.links {
-                var line = "    \(link.at.rfc3339)  \(verdict(link.decision)) at \(position(link.step))"
+                // A decision on a notification the engine made from the intent names what it was.
+                let subject = link.decision.kind.map { "\($0.rawValue) \(link.decision.notificationId ?? "?") " } ?? ""
+                var line = "    \(link.at.rfc3339)  \(subject)\(verdict(link.decision)) at \(position(link.step))"
                 if link.firedByTimer { line += " (timer fired by \(cause(link.input)))" }
                 if let delivery = link.delivery { line += ", delivered as \(delivery.notificationId): \(copy(delivery))" }
                 lines.append(line)
@@ -101,7 +103,11 @@ public enum TimelineRendering {
     private static func describe(_ output: StepOutput, notifications: [String: String]) -> String {
         switch output.record {
         case .decision(let decision):
-            let what = notifications[decision.intentId].map { "\(decision.intentId) \($0)" } ?? decision.intentId
+            guard let intentId = decision.intentId else {
+                // A notification the engine made itself: its kind and id, then the verdict.
+                return "decision   \(decision.kind?.rawValue ?? "notification") \(decision.notificationId ?? "?") \(verdict(decision))"
+            }
+            let what = notifications[intentId].map { "\(intentId) \($0)" } ?? intentId
             var text = "decision   \(what) \(verdict(decision))"
             if let id = decision.notificationId { text += ", notification \(id)" }
             return text
@@ -144,7 +150,8 @@ public enum TimelineRendering {
     ///      "intents": [{"intent_id", "intent", "arrival", "arrived_at", "final_outcome",
     ///                   "links": [{"at", "step", "fired_by_timer", "decision", "delivery", "state": [{"key", "text"}]}]}]}
     ///
-    /// Records appear in their wire format (the fields of DESIGN.md "Topics and records").
+    /// Records appear in their wire format (the fields of DESIGN.md "Topics and records"); a link
+    /// about the digest an intent went into has a decision with `kind` and no `intent_id`.
     public static func json(_ timeline: UserTimeline) -> String {
         let document: JSONValue = .object([
             "user": .string(timeline.userId),

@@ -68,7 +68,10 @@ extension UserTimeline {
     }
 
     /// Per intent seen in `shown` (arrived or decided there), every decision on it in `allSteps`,
-    /// so a deferral before `--since` still explains a delivery inside the window.
+    /// so a deferral before `--since` still explains a delivery inside the window; then, in log
+    /// order among them, the decisions on every notification the engine made from it (a digest
+    /// its `digested` decision names, or whose delivery merges it), so the chain ends where the
+    /// notification did.
     private static func chains(
         allSteps: [TimelineStep], shown: [TimelineStep], index: InboxIndex, history: HistoryChanges, facts: StateFacts
     ) -> [IntentChain] {
@@ -85,30 +88,58 @@ extension UserTimeline {
         func want(_ id: String) { if seen.insert(id).inserted { wanted.append(id) } }
         for step in shown {
             if case .record(.intent(let intent), _) = step.input { want(intent.id) }
-            for output in step.outputs { if case .decision(let decision) = output.record { want(decision.intentId) } }
+            for output in step.outputs {
+                if case .decision(let decision) = output.record, let intentId = decision.intentId { want(intentId) }
+            }
         }
 
         // The user's state as of each step's end: its after-image, or the last one before it.
-        var links: [String: [ChainLink]] = [:]
+        // Links carry their place in the log's output order, so a chain can interleave both kinds.
+        var links: [String: [(order: Int, link: ChainLink)]] = [:]
+        var engineMade: [String: [(order: Int, link: ChainLink)]] = [:]
         var state: DeliveryStateView?
+        var order = 0
         for step in allSteps {
             if let position = step.inbox, let change = history.byPosition[position] { state = change.after.view }
             for output in step.outputs {
-                guard case .decision(let decision) = output.record, seen.contains(decision.intentId) else { continue }
-                let category = index.intents[decision.intentId]?.intent.category
-                links[decision.intentId, default: []].append(ChainLink(
-                    at: output.at, step: step.inbox, input: step.input, decision: decision,
-                    // A deferral names the notification it waits in; only a final decision has a delivery.
-                    delivery: decision.outcome.isFinal ? decision.notificationId.flatMap { deliveries[$0] } : nil,
-                    state: facts.relevant(to: decision.rule, category: category, in: state)))
+                guard case .decision(let decision) = output.record else { continue }
+                order += 1
+                if let intentId = decision.intentId {
+                    guard seen.contains(intentId) else { continue }
+                    let category = index.intents[intentId]?.intent.category
+                    links[intentId, default: []].append((order, ChainLink(
+                        at: output.at, step: step.inbox, input: step.input, decision: decision,
+                        // A deferral names the notification it waits in; only a final decision has a delivery.
+                        delivery: decision.outcome.isFinal ? decision.notificationId.flatMap { deliveries[$0] } : nil,
+                        state: facts.relevant(to: decision.rule, category: category, in: state))))
+                } else if let notificationId = decision.notificationId {
+                    engineMade[notificationId, default: []].append((order, ChainLink(
+                        at: output.at, step: step.inbox, input: step.input, decision: decision,
+                        delivery: decision.outcome == .delivered ? deliveries[notificationId] : nil,
+                        state: facts.relevant(to: decision.rule, category: nil, in: state))))
+                }
+            }
+        }
+        // Which engine-made notifications each intent went into.
+        var madeFrom: [String: [String]] = [:]
+        for (intentId, intentLinks) in links {
+            for notificationId in intentLinks.compactMap(\.link.decision.notificationId) where engineMade[notificationId] != nil {
+                madeFrom[intentId, default: []].append(notificationId)
+            }
+        }
+        for (notificationId, delivery) in deliveries where engineMade[notificationId] != nil {
+            for intentId in delivery.mergedIntents where seen.contains(intentId) {
+                madeFrom[intentId, default: []].append(notificationId)
             }
         }
         return wanted.map { id in
             let arrival = index.intents[id]
+            var all = links[id] ?? []
+            for notificationId in Set(madeFrom[id] ?? []) { all += engineMade[notificationId] ?? [] }
             return IntentChain(
                 intentId: id, intent: arrival?.intent,
                 arrival: arrival?.position,
-                arrivedAt: arrival?.at, links: links[id] ?? [])
+                arrivedAt: arrival?.at, links: all.sorted { $0.order < $1.order }.map(\.link))
         }
     }
 }

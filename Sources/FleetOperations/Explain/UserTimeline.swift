@@ -66,8 +66,9 @@ public struct StepOutput: Hashable, Sendable {
     public var record: FleetRecord
 }
 
-/// One intent's path: where it came from, and every decision on it (deferrals first, then the
-/// final one).
+/// One intent's path: where it came from, every decision on it (deferrals first, then the final
+/// one), and the decisions on the notifications the engine made from it (a digest), which
+/// carry a `kind` and no `intent_id`.
 public struct IntentChain: Hashable, Sendable {
     public var intentId: String
     /// The intent as it arrived, if its inbox record is retained.
@@ -79,11 +80,13 @@ public struct IntentChain: Hashable, Sendable {
 
     /// The outcome of the final decision, nil while the intent is still pending (or its decision
     /// is outside what was read).
-    public var finalOutcome: DecisionOutcome? { links.last { $0.decision.outcome.isFinal }?.decision.outcome }
+    public var finalOutcome: DecisionOutcome? {
+        links.last { $0.decision.intentId != nil && $0.decision.outcome.isFinal }?.decision.outcome
+    }
 }
 
-/// One decision on an intent, with the step that made it, what was delivered, and the state
-/// lines the decision's rule depends on.
+/// One decision on an intent (or on a notification the engine made from it), with the step that
+/// made it, what was delivered, and the state lines the decision's rule depends on.
 public struct ChainLink: Hashable, Sendable {
     public var at: Timestamp
     public var step: SourceCoordinates?
@@ -98,7 +101,11 @@ public struct ChainLink: Hashable, Sendable {
     /// Whether a timer made this decision (a coalescing window closing, a deferral ending):
     /// the step's record was a tick, another user's record, or a record other than the intent.
     public var firedByTimer: Bool {
-        if case .record(let record, _) = input { return record.id != decision.intentId }
+        guard case .record(let record, _) = input else { return true }
+        if let intentId = decision.intentId { return record.id != intentId }
+        // An engine-made notification is decided when its time comes, except when an open
+        // makes it pointless (P-BUD-5, P-LAP-6): that decision is the open's own.
+        if case .appOpened = record, decision.outcome == .skipped, decision.reason == "opened_since" { return false }
         return true
     }
 }

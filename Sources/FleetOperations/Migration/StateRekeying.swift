@@ -1,6 +1,6 @@
 import Foundation
 public import FleetModel
-public import FleetWorkers
+import FleetWorkers
 public import Kafka
 
 /// The pure part of a partition migration: from the previous generation's changelog and

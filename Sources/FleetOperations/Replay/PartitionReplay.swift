@@ -1,5 +1,5 @@
 public import FleetModel
-public import FleetWorkers
+import FleetWorkers
 public import Kafka
 
 /// What re-running a range produced, in the shape replay compares.

@@ -1,6 +1,6 @@
 import Foundation
 public import FleetModel
-public import FleetWorkers
+import FleetWorkers
 public import Kafka
 
 /// What the worker recorded for a replayed range: the records of its output, dead-letter and

@@ -10,7 +10,8 @@ public import FleetModel
 ///   record on `rin.notify.deliveries` (alone, coalesced or in a digest). A delivery that carries
 ///   no intent (one the engine generates) is keyed by its `notification_id`.
 /// - **Decisions**, per intent: its final decision (the last one that is not a deferral, else the
-///   last deferral).
+///   last deferral); a generated notification's decisions (`kind`) are keyed by its
+///   `notification_id`, like its delivery.
 /// - **Intents** an upstream worker emitted, by id (a what-if of an upstream worker).
 ///
 /// A delivery lost is one recorded but not replayed, filed under the rule and reason of the
@@ -162,10 +163,13 @@ public struct WhatIfSummary: Sendable {
                         types[key] = types[key] ?? delivery.notification
                     }
                 case .decision(let decision):
-                    users[decision.intentId] = decision.userId
+                    // A generated notification's decision is keyed like its delivery.
+                    guard let key = decision.intentId ?? decision.notificationId.map({ "notification:" + $0 }) else { break }
+                    users[key] = decision.userId
+                    if let kind = decision.kind, types[key] == nil { types[key] = kind.rawValue }
                     // A deferral is final only until a later decision replaces it.
-                    if decision.outcome != .deferred || final[decision.intentId].map({ $0.outcome == .deferred }) ?? true {
-                        final[decision.intentId] = decision
+                    if decision.outcome != .deferred || final[key].map({ $0.outcome == .deferred }) ?? true {
+                        final[key] = decision
                     }
                 case .intent(let intent):
                     intents.insert(intent.id)

@@ -1,5 +1,5 @@
-public import FleetModel
-public import Kafka
+import FleetModel
+import Kafka
 
 /// Everything processed since the last commit, committed together (DESIGN.md principle 4):
 /// the outputs, forwards, ticks and dead letters in the order produced, the latest state of each

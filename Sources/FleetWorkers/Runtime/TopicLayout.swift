@@ -1,5 +1,5 @@
 public import FleetModel
-public import Kafka
+import Kafka
 
 /// The topics one worker reads and owns in the generation it runs on, and the start-up check
 /// that they exist and are co-partitioned (DESIGN.md principle 2).
