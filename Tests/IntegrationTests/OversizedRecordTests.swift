@@ -254,7 +254,7 @@ struct OversizedRecordTests {
         try start(.sync, SyncProcessor())
         try start(.reminder, ReminderProcessor())
         try start(.access, AccessProcessor())
-        try start(.delivery, try DeliveryEngine(profile: rin))
+        try start(.delivery, DeliveryEngine(profile: rin))
         defer { for task in tasks { task.cancel() } }
 
         let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))

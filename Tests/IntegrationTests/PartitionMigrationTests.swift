@@ -164,8 +164,10 @@ private struct DecisionDigest {
             guard let record = try? RecordCodec.decode(bytes, topic: topic) else { continue }
             switch record {
             case .decision(let decision):
-                // An engine-made notification's decisions are compared under its kind and id.
-                let key = decision.intentId ?? "\(decision.kind?.rawValue ?? "?") \(decision.notificationId ?? "?")"
+                // An engine-made notification's decisions are compared per kind and user: its id
+                // comes from the record whose time fired its timer, which is partition-local and
+                // so changes with a migration (see the runbook), while its outcomes must not.
+                let key = decision.intentId ?? "\(decision.kind?.rawValue ?? "?") \(decision.userId)"
                 decisions[key, default: []].append(
                     "\(decision.outcome.rawValue) \(decision.reason ?? "-") \(decision.rule) \(decision.until?.description ?? "-")")
             case .delivery(let delivery):

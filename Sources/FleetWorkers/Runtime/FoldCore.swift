@@ -328,7 +328,7 @@ actor FoldCore<P: UserProcessor> {
         var message = physical
         message.topic = namespace.logical(physical.topic) ?? physical.topic
         let cause = InputPosition(partition: physical.topicPartition, offset: physical.offset)
-        if let quarantine = quarantined[cause] {
+        if !quarantined.isEmpty, let quarantine = quarantined[cause] {
             // Its outputs failed to produce again and again: dead-lettered as it is, the fold
             // untouched (as for a record that does not decode), so the partition goes on.
             deadLetter(message, error: quarantine.error, namespace: namespace, cause: cause, quarantinedAfter: quarantine.attempts)
@@ -395,7 +395,7 @@ actor FoldCore<P: UserProcessor> {
         var message = physical
         message.topic = namespace.logical(physical.topic) ?? physical.topic
         let cause = InputPosition(partition: physical.topicPartition, offset: physical.offset)
-        if let quarantine = quarantined[cause] {
+        if !quarantined.isEmpty, let quarantine = quarantined[cause] {
             deadLetter(message, error: quarantine.error, namespace: namespace, cause: cause, quarantinedAfter: quarantine.attempts)
             return
         }
