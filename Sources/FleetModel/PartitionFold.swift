@@ -115,7 +115,10 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             return step
         }
         step.ids = context.ids
+        let firstOwn = step.outputs.count
         step.outputs.append(contentsOf: context.outputs)
+        step.recordOutputs = firstOwn..<step.outputs.count
+        step.recordUser = user
         if store(state, for: user, start: start, before: before, into: &step) {
             timers.update(user, to: processor.nextWakeUp(state))
         }
@@ -217,6 +220,10 @@ public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
     /// The ids handed out so far: `ids.origin` is the step's coordinates, `ids.nextIndex` where
     /// a later step at the same coordinates must start to keep ids unique.
     public var ids: OutputIDs
+    /// The positions in `outputs` of what the record itself produced (the rest are timers'),
+    /// and the record's user: what a bound check may refuse the record for.
+    public var recordOutputs: Range<Int> = 0..<0
+    public var recordUser: String?
 
     @usableFromInline var changeList: [StateChange<State>] = []
     /// Positions in `changeList` by user, built only once a step changes many users (a tick

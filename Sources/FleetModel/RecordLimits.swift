@@ -20,6 +20,11 @@ public struct RecordLimits: Hashable, Sendable {
     /// record holds at most two). `FLEET_MAX_STATE_BYTES`.
     public var maxStateBytes: Int
 
+    /// The room kept below `maxStateBytes` for what timers add to a state (a deferral's end, a
+    /// digest or tier notification scheduled): a record may leave its user's state at most
+    /// `maxStateBytes - stateHeadroom`, so timers, which cannot be refused, stay under the bound.
+    public var stateHeadroom: Int { maxStateBytes / 16 }
+
     /// Defaults: a quarter of the broker's default `message.max.bytes` (1 000 000) each, so a
     /// history record (before and after image) and a dead letter with its headers still fit.
     public static let standard = RecordLimits(maxRecordBytes: 262_144, maxOutputBytes: 262_144, maxStateBytes: 262_144)
@@ -87,63 +92,144 @@ public struct RecordLimits: Hashable, Sendable {
     /// Nesting of arrays and objects in a record.
     public static let maxDepth = 16
 
-    /// The free-form objects whose members are not declared one by one.
-    static let freeForm: Set<String> = ["data", "item", "properties"]
+    /// Per known field name, its string limit and its list limit, in one table so a member
+    /// costs one lookup.
+    private struct FieldLimit {
+        var bytes: Int?
+        var elements: Int?
+    }
+
+    private static let byName: [String: FieldLimit] = {
+        var table: [String: FieldLimit] = [:]
+        for (name, bytes) in fieldBytes { table[name, default: FieldLimit()].bytes = bytes }
+        for (name, elements) in listElements { table[name, default: FieldLimit()].elements = elements }
+        return table
+    }()
+
+    /// A broken limit; its path is built only on the way out (the common case, nothing broken,
+    /// builds no strings: the check runs on every record a worker reads).
+    private struct Violation: Error {
+        enum Kind {
+            case bytes(Int, limit: Int)
+            case elements(Int, limit: Int)
+            case members(Int, limit: Int)
+            case depth
+        }
+        var kind: Kind
+        /// Innermost first: field names and `[index]`s.
+        var reversedPath: [String] = []
+
+        func inside(_ component: String) -> Violation {
+            var copy = self
+            copy.reversedPath.append(component)
+            return copy
+        }
+
+        var error: RecordError {
+            var path = ""
+            for component in reversedPath.reversed() {
+                if component.hasPrefix("[") || path.isEmpty { path += component } else { path += "." + component }
+            }
+            switch kind {
+            case .bytes(let n, let limit): return RecordError("field '\(path)' is \(n) bytes, over its limit of \(limit) bytes")
+            case .elements(let n, let limit): return RecordError("field '\(path)' has \(n) elements, over its limit of \(limit)")
+            case .members(let n, let limit): return RecordError("field '\(path)' has \(n) members, over its limit of \(limit)")
+            case .depth: return RecordError("field '\(path)' is nested deeper than \(RecordLimits.maxDepth) levels")
+            }
+        }
+    }
 
     /// Checks every known field of a parsed record against the tables above, before anything is
     /// decoded from it, so that no later error, log line or output ever holds an oversized value.
+    ///
+    /// Cost: one table lookup per string, list or object member; unknown scalar members of
+    /// declared objects are skipped without one.
     func checkFields(_ node: JSONNode) throws(RecordError) {
         guard case .object(let members) = node else { return }
+        do {
+            try Self.check(members: members, freeForm: false, depth: 1)
+        } catch {
+            throw error.error
+        }
+    }
+
+    /// No string limit is below this, and no list limit below `shortestList`: shorter values
+    /// need no lookup, which keeps the common record (short strings, short lists) to a walk.
+    private static let shortestString = min(fieldBytes.values.min() ?? 0, freeTextBytes)
+    private static let shortestList = min(listElements.values.min() ?? 0, defaultListElements)
+
+    private static func check(members: [(key: String, value: JSONNode)], freeForm: Bool, depth: Int) throws(Violation) {
         for (key, value) in members {
-            try check(value, field: key, path: key, freeForm: false, depth: 1)
-        }
-    }
-
-    private func check(_ node: JSONNode, field: String, path: String, freeForm: Bool, depth: Int) throws(RecordError) {
-        if depth > Self.maxDepth {
-            throw RecordError("field '\(path)' is nested deeper than \(Self.maxDepth) levels")
-        }
-        switch node {
-        case .string(let text):
-            guard let limit = Self.fieldBytes[field] ?? (freeForm ? Self.freeTextBytes : nil) else { return }
-            let length = text.utf8.count
-            if length > limit {
-                throw RecordError("field '\(path)' is \(length) bytes, over its limit of \(limit) bytes")
-            }
-        case .array(let elements):
-            let known = Self.listElements[field]
-            guard let limit = known ?? (freeForm || Self.fieldBytes[field] != nil ? Self.defaultListElements : nil) else {
-                // An unknown top-level list: ignored like any unknown field.
-                return
-            }
-            if elements.count > limit {
-                throw RecordError("field '\(path)' has \(elements.count) elements, over its limit of \(limit)")
-            }
-            for (index, element) in elements.enumerated() {
-                try check(element, field: field, path: "\(path)[\(index)]", freeForm: freeForm, depth: depth + 1)
-            }
-        case .object(let members):
-            let isFreeForm = freeForm || Self.freeForm.contains(field)
-            if isFreeForm && members.count > Self.freeFormMembers {
-                throw RecordError("field '\(path)' has \(members.count) members, over its limit of \(Self.freeFormMembers)")
-            }
-            for (key, value) in members {
-                // Inside a declared object only its known members are checked; inside a free-form
-                // one every member is.
-                if !isFreeForm && Self.fieldBytes[key] == nil && Self.listElements[key] == nil, !Self.isContainer(value) {
-                    continue
+            switch value {
+            case .string(let text):
+                let length = text.utf8.count
+                guard length > shortestString, let limit = byName[key]?.bytes ?? (freeForm ? freeTextBytes : nil) else { continue }
+                if length > limit { throw Violation(kind: .bytes(length, limit: limit), reversedPath: [key]) }
+            case .array(let elements):
+                // Known list (or a list in free-form data, or a list where a string is declared):
+                // counted; an unknown list of a declared object is ignored like any unknown field.
+                if elements.count > shortestList {
+                    let known = byName[key]
+                    if let limit = known?.elements ?? (freeForm || known?.bytes != nil ? defaultListElements : nil),
+                       elements.count > limit
+                    {
+                        throw Violation(kind: .elements(elements.count, limit: limit), reversedPath: [key])
+                    }
                 }
-                try check(value, field: key, path: "\(path).\(key)", freeForm: isFreeForm, depth: depth + 1)
+                do {
+                    try check(elements: elements, field: key, freeForm: freeForm, depth: depth + 1)
+                } catch {
+                    throw error.inside(key)
+                }
+            case .object(let inner):
+                // The free-form objects, whose members are not declared one by one.
+                let isFreeForm = freeForm || key == "data" || key == "item" || key == "properties"
+                if depth + 1 > maxDepth { throw Violation(kind: .depth, reversedPath: [key]) }
+                if isFreeForm && inner.count > freeFormMembers {
+                    throw Violation(kind: .members(inner.count, limit: freeFormMembers), reversedPath: [key])
+                }
+                do {
+                    try check(members: inner, freeForm: isFreeForm, depth: depth + 1)
+                } catch {
+                    throw error.inside(key)
+                }
+            default:
+                continue
             }
-        default:
-            return
         }
     }
 
-    private static func isContainer(_ node: JSONNode) -> Bool {
-        switch node {
-        case .array, .object: true
-        default: false
+    /// The elements of the list named `field`: strings take the field's limit (or free text's).
+    private static func check(elements: [JSONNode], field: String, freeForm: Bool, depth: Int) throws(Violation) {
+        if depth > maxDepth { throw Violation(kind: .depth) }
+        for (index, element) in elements.enumerated() {
+            switch element {
+            case .string(let text):
+                let length = text.utf8.count
+                guard length > shortestString, let limit = byName[field]?.bytes ?? (freeForm ? freeTextBytes : nil) else { continue }
+                if length > limit { throw Violation(kind: .bytes(length, limit: limit), reversedPath: ["[\(index)]"]) }
+            case .object(let inner):
+                if depth + 1 > maxDepth { throw Violation(kind: .depth, reversedPath: ["[\(index)]"]) }
+                if freeForm && inner.count > freeFormMembers {
+                    throw Violation(kind: .members(inner.count, limit: freeFormMembers), reversedPath: ["[\(index)]"])
+                }
+                do {
+                    try check(members: inner, freeForm: freeForm, depth: depth + 1)
+                } catch {
+                    throw error.inside("[\(index)]")
+                }
+            case .array(let nested):
+                if nested.count > defaultListElements {
+                    throw Violation(kind: .elements(nested.count, limit: defaultListElements), reversedPath: ["[\(index)]"])
+                }
+                do {
+                    try check(elements: nested, field: field, freeForm: freeForm, depth: depth + 1)
+                } catch {
+                    throw error.inside("[\(index)]")
+                }
+            default:
+                continue
+            }
         }
     }
 }

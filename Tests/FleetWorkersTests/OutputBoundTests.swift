@@ -131,7 +131,7 @@ import UpstreamProcessors
             }
         }
         #expect(refusals.count > 20)
-        #expect(refusals.allSatisfy { $0.contains("the state of user 'u' would be") && $0.contains("over the state limit of 16384 (FLEET_MAX_STATE_BYTES)") })
+        #expect(refusals.allSatisfy { $0.contains("the state of user 'u' would be") && $0.contains("over the 15360 a record may leave (state limit 16384, FLEET_MAX_STATE_BYTES") })
     }
 }
 

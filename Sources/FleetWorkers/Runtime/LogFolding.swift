@@ -74,12 +74,16 @@ public enum LogFolding {
         var violation: String?
     }
 
+    /// Only the record's own outputs and its user's state can make the record refused: timers'
+    /// outputs would be written without the record too. Timers are kept under the bounds by
+    /// construction (`RecordLimits.stateHeadroom`, the engines' caps); the property tests check
+    /// every output and image against the bounds.
     private static func encode<State>(_ step: FoldStep<State>, limits: RecordLimits) -> Encoded {
         var encoded = Encoded()
         encoded.outputs.reserveCapacity(step.outputs.count)
-        for output in step.outputs {
+        for (position, output) in step.outputs.enumerated() {
             let value = RecordCodec.encode(output.record)
-            if value.count > limits.maxOutputBytes, encoded.violation == nil {
+            if value.count > limits.maxOutputBytes, encoded.violation == nil, step.recordOutputs.contains(position) {
                 encoded.violation = "its \(output.record.type) for \(output.topic) would be \(value.count) bytes, over the output limit of \(limits.maxOutputBytes) (FLEET_MAX_OUTPUT_BYTES)"
             }
             encoded.outputs.append(value)
@@ -88,8 +92,9 @@ public enum LogFolding {
         for change in step.changes {
             do {
                 let image = try StateCoding.encode(change.after)
-                if image.count > limits.maxStateBytes, encoded.violation == nil {
-                    encoded.violation = "the state of user \(RecordError.quote(change.userId)) would be \(image.count) bytes, over the state limit of \(limits.maxStateBytes) (FLEET_MAX_STATE_BYTES)"
+                let allowed = limits.maxStateBytes - limits.stateHeadroom
+                if image.count > allowed, encoded.violation == nil, change.userId == step.recordUser {
+                    encoded.violation = "the state of user \(RecordError.quote(change.userId)) would be \(image.count) bytes, over the \(allowed) a record may leave (state limit \(limits.maxStateBytes), FLEET_MAX_STATE_BYTES, less 1/16 for timers)"
                 }
                 encoded.states.append(image)
             } catch {
