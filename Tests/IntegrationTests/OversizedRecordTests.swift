@@ -440,4 +440,39 @@ struct QuarantineTests {
         #expect(exposition.contains(#"fleet_unit_failures_consecutive{worker="delivery-worker"} 0"#))
         #expect(exposition.contains(#"fleet_failing_input_offset{worker="delivery-worker",topic="rin.app.activity",partition="0"} -1"#))
     }
+
+    @Test("while units keep failing /readyz says why and, past FLEET_STALL_UNITS, /healthz fails; both recover once the input is quarantined")
+    func stallIsVisible() async throws {
+        let fleet = try await FleetHarness.make(partitions: 1)
+        defer { Task { await fleet.tearDown() } }
+        let health = RuntimeHealth()
+        var logger = Logger(label: "test.delivery")
+        logger.logLevel = .critical
+        let settings = try fleet.settings(for: .delivery, [
+            "KAFKA_MESSAGE_MAX_BYTES": "20000", "FLEET_POISON_ATTEMPTS": "8", "FLEET_STALL_UNITS": "4",
+        ])
+        let runtime = WorkerRuntime(
+            settings: settings, processor: try DeliveryEngine(profile: PolicyProfile.shipped("rin")), health: health, logger: logger)
+        let task = Task { try await runtime.run() }
+        defer { task.cancel() }
+
+        let opened = #"{"v":1,"type":"app.opened","id":"big-open","user_id":"u-s","entry_source":"organic","pad":"\#(String(repeating: "p", count: 30_000))"}"#
+        try await fleet.produceRaw(key: "u-s", value: Array(opened.utf8), to: Topics.appActivity, at: .at("2026-11-21T12:00:00Z"))
+
+        var sawNotReady = false, sawNotAlive = false
+        let deadline = ContinuousClock.now + .seconds(90)
+        while ContinuousClock.now < deadline {
+            let reasons = health.readiness.reasons.map(\.description).joined(separator: "; ")
+            if reasons.contains("commit units failed (caused by") { sawNotReady = true }
+            if case .failed(let message) = health.health, message.contains("commit units in a row failed (FLEET_STALL_UNITS=4)") {
+                sawNotAlive = true
+            }
+            if sawNotAlive, health.health == .alive, health.readiness.isReady { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(sawNotReady && sawNotAlive)
+        #expect(health.health == .alive && health.readiness.isReady)
+        let letters = try await fleet.read(Topics.deadLetter(of: Topics.appActivity), count: 1, timeout: .seconds(30))
+        #expect(letters.first?.header(KafkaRecords.Header.quarantined).map { String(decoding: $0, as: UTF8.self) } == "8")
+    }
 }
