@@ -130,7 +130,13 @@ struct DLQCommand: AsyncParsableCommand {
                 fix: `show` the record, write the corrected JSON value to a file and pass --value-file \
                 (exactly one dead letter; the value is checked as the worker checks it, and an invalid \
                 one is refused with the reason before anything is sent). A dead letter that would fail \
-                again as it is is refused with its error.
+                again as it is is refused with its error (sizes are checked against FLEET_MAX_RECORD_BYTES \
+                from the environment, as the workers check them).
+
+                A dead letter carried by reference (its value was too large: `show` prints the \
+                original's topic, offset, size and SHA-256) is redriven from the source topic: the \
+                original is read back and checked against the SHA-256 first. If the topic no longer \
+                holds it, or it would be refused again, pass a corrected value with --value-file.
 
                 Each copy goes to --topic with the dead letter's key (for a fix: the fixed user_id), \
                 value and original timestamp, and headers naming the failed record's id and \
@@ -174,7 +180,9 @@ struct DLQCommand: AsyncParsableCommand {
                 guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read --value-file \(file)") }
                 return Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
             }
-            let request = RedriveRequest(selection: try selection.selection(), all: all, force: force, replacementValue: replacement)
+            let request = RedriveRequest(
+                selection: try selection.selection(), all: all, force: force, replacementValue: replacement,
+                limits: try WorkerSettings.limits(environment: ProcessInfo.processInfo.environment))
             let plan = try RedrivePlan(log: log, request: request, namespace: connection.namespace)
             for refusal in plan.refusals { print("refused \(refusal)") }
             if dryRun {

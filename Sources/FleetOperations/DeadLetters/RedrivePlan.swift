@@ -12,12 +12,19 @@ public struct RedriveRequest: Sendable {
     public var force: Bool
     /// A data fix: the value to send instead of the dead letter's (exactly one dead letter).
     public var replacementValue: [UInt8]?
+    /// The record contract's sizes the workers run with: a copy they would refuse is refused
+    /// here first.
+    public var limits: RecordLimits
 
-    public init(selection: DeadLetterSelection, all: Bool = false, force: Bool = false, replacementValue: [UInt8]? = nil) {
+    public init(
+        selection: DeadLetterSelection, all: Bool = false, force: Bool = false, replacementValue: [UInt8]? = nil,
+        limits: RecordLimits = .standard
+    ) {
         self.selection = selection
         self.all = all
         self.force = force
         self.replacementValue = replacementValue
+        self.limits = limits
     }
 }
 
@@ -89,7 +96,8 @@ public struct RedrivePlan: Sendable {
             let value = request.replacementValue ?? entry.letter.value
             let key: [UInt8]?
             do {
-                key = try Self.validatedKey(value: value, letter: entry.letter, topic: log.topic, isFix: request.replacementValue != nil)
+                key = try Self.validatedKey(
+                    value: value, letter: entry.letter, topic: log.topic, isFix: request.replacementValue != nil, limits: request.limits)
             } catch {
                 if request.replacementValue != nil { throw .invalidFix(id: id, error: error.message) }
                 refusals.append(Refusal(id: id, reason: "would be dead-lettered again: \(error.message) (fix the data with --value-file)"))
@@ -106,14 +114,16 @@ public struct RedrivePlan: Sendable {
     /// The key to send, after checking the record as the worker will (`KafkaRecords.decode`):
     /// the dead letter's key, or for a data fix the fixed record's user (records are keyed by
     /// user, so a fixed `user_id` moves the record to that user's partition).
-    private static func validatedKey(value: [UInt8]?, letter: DeadLetter, topic: String, isFix: Bool) throws(RecordError) -> [UInt8]? {
+    private static func validatedKey(
+        value: [UInt8]?, letter: DeadLetter, topic: String, isFix: Bool, limits: RecordLimits
+    ) throws(RecordError) -> [UInt8]? {
         var key = letter.key
         if isFix, let value {
             let record = try RecordCodec.decode(value, topic: topic)
             if case .tick = record { key = nil } else { key = Array(record.userId.utf8) }
         }
         let message = KafkaMessage(topic: topic, partition: 0, offset: 0, key: key, value: value, timestamp: nil, timestampType: nil)
-        _ = try KafkaRecords.decode(message)
+        _ = try KafkaRecords.decode(message, limits: limits)
         return key
     }
 }
