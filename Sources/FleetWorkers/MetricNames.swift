@@ -18,6 +18,9 @@ public enum MetricNames {
     public static let commits = "fleet_commits_total"
     /// Gauge. Assigned partitions whose state is still being restored.
     public static let restoringPartitions = "fleet_restoring_partitions"
+    /// Gauge. Partitions of the folded log assigned to this member (restoring or folding): its
+    /// share of the users. Members of one worker should differ by at most one.
+    public static let foldedPartitions = "fleet_folded_partitions"
     /// Counter. User states read back from `<worker>.state` while restoring.
     public static let restoredStates = "fleet_restored_states_total"
     /// Gauge. User states per second of the last finished partition restore.
@@ -53,7 +56,7 @@ public enum MetricNames {
     public static let quarantinedInputs = "fleet_quarantined_inputs_total"
 
     public static let all: [String] = [
-        recordsIn, recordsOut, consumerLag, commitLatency, commits, restoringPartitions, restoredStates, restoreRate,
+        recordsIn, recordsOut, consumerLag, commitLatency, commits, restoringPartitions, foldedPartitions, restoredStates, restoreRate,
         ready, decisions, deliveries, securityDeliveryLatency, deadLetters, rebalances, ticksWritten, timerLateness,
         partitionCountMismatch, unitFailures, failingInput, quarantinedInputs,
     ]

@@ -175,12 +175,21 @@ public struct WorkerSettings: Sendable {
         return KafkaConfiguration(properties: properties).merging(kafkaPassThrough.forConsumer)
     }
 
-    /// The runtime's group consumer: cooperative-sticky assignment (a rebalance moves only the
-    /// partitions that change owner) and `read_committed`, so exactly-once outputs of other
-    /// workers are seen only once committed. `KAFKA_*` variables still win.
+    /// The runtime's group consumer: the range assignor and `read_committed`, so exactly-once
+    /// outputs of other workers are seen only once committed. `KAFKA_*` variables still win.
+    ///
+    /// Range, because it co-partitions: it assigns each topic's partitions to the members sorted
+    /// by id (`group.instance.id` when every member is static), so with identical subscriptions
+    /// and equal partition counts partition p of every subscribed topic — ingest, log, carried
+    /// log — goes to one member, and user partitions spread evenly (4 over 2 members: 2/2; over
+    /// 3: 2/1/1). Count-balancing assignors (cooperative-sticky, roundrobin) balance partitions
+    /// across topics and split a user partition's topics over members. Range is eager: every
+    /// rebalance revokes everything (each member commits first) and assigns the new set; the
+    /// runtime keeps the folds of partitions it gets straight back (`FoldCore.resumeParked`), so
+    /// only partitions that moved restore their state.
     public var runtimeConsumerConfiguration: KafkaConfiguration {
         var properties = consumerConfiguration.properties
-        properties["partition.assignment.strategy"] = "cooperative-sticky"
+        properties["partition.assignment.strategy"] = "range"
         properties["isolation.level"] = "read_committed"
         return KafkaConfiguration(properties: properties).merging(kafkaPassThrough.forConsumer)
     }

@@ -1,4 +1,4 @@
-import FleetWorkers
+@testable import FleetWorkers
 import Logging
 import Prometheus
 import ServiceLifecycleTestKit
@@ -53,6 +53,22 @@ struct ProbeServerTests {
             let ready = try connection.readResponse()
             #expect(ready.status == 200)
             #expect(ready.body == "ready\n")
+
+            // The partitions a member folds follow "ready" (and the reasons while not ready),
+            // as the runtime's health snapshot reports them.
+            let health = RuntimeHealth()
+            health.update(notReady: [], folding: "folds rin.delivery.inbox partitions [0,1] (2 of 4)")
+            readiness.value = health.readiness
+            try connection.send("GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n")
+            let folding = try connection.readResponse()
+            #expect(folding.status == 200)
+            #expect(folding.body == "ready\nfolds rin.delivery.inbox partitions [0,1] (2 of 4)\n")
+            health.update(notReady: ["restoring rin.delivery.inbox[1]"], folding: "folds rin.delivery.inbox partitions [0,1] (2 of 4)")
+            readiness.value = health.readiness
+            try connection.send("GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n")
+            let restoring = try connection.readResponse()
+            #expect(restoring.status == 503)
+            #expect(restoring.body == "restoring rin.delivery.inbox[1]\nfolds rin.delivery.inbox partitions [0,1] (2 of 4)\n")
         }
     }
 

@@ -150,7 +150,8 @@ struct RuntimePieceTests {
         #expect(defaults.httpPort == 8080 && defaults.profile == "rin")
         let eos = try WorkerSettings(worker: .delivery, environment: ["FLEET_INSTANCE_ID": "delivery-worker-0"])
         #expect(eos.runtimeProducerConfiguration["transactional.id"] == "delivery-worker-delivery-worker-0")
-        #expect(eos.runtimeConsumerConfiguration["partition.assignment.strategy"] == "cooperative-sticky")
+        // Range co-partitions: partition p of every subscribed topic goes to one member.
+        #expect(eos.runtimeConsumerConfiguration["partition.assignment.strategy"] == "range")
         #expect(eos.restoreConsumerConfiguration["group.id"] == "delivery-worker.restore")
         #expect(eos.restoreConsumerConfiguration["group.instance.id"] == nil)
         let alo = try WorkerSettings(worker: .delivery, environment: ["FLEET_GUARANTEE": "at_least_once", "FLEET_TICK_INTERVAL_MS": "0"])

@@ -19,16 +19,19 @@ final class WorkerInstance: Sendable {
     let name: String
     /// The worker process's id (nil in-process): restore markers carry it.
     let pid: pid_t?
+    /// The worker process's log (nil in-process).
+    let log: URL?
     private let ending: EndingRecord
     private let rebalances: @Sendable () -> Int
     private let stopper: @Sendable () -> Void
     private let killer: (@Sendable () -> Void)?
     private let done: Task<Void, Never>
 
-    private init(name: String, pid: pid_t?, ending: EndingRecord, rebalances: @escaping @Sendable () -> Int, stopper: @escaping @Sendable () -> Void,
+    private init(name: String, pid: pid_t?, log: URL? = nil, ending: EndingRecord, rebalances: @escaping @Sendable () -> Int, stopper: @escaping @Sendable () -> Void,
                  killer: (@Sendable () -> Void)?, done: Task<Void, Never>) {
         self.name = name
         self.pid = pid
+        self.log = log
         self.ending = ending
         self.rebalances = rebalances
         self.stopper = stopper
@@ -51,9 +54,8 @@ final class WorkerInstance: Sendable {
     var rebalanceCount: Int { rebalances() }
 
     /// Waits until none of `instances` has seen a rebalance event for `quiet`: the group has
-    /// settled. On the test broker a member leaving while the group still rebalances can wedge
-    /// it (the departed leader stays named leader and no assignment is ever synced), so scaling
-    /// steps wait for this first; production brokers do not need it.
+    /// settled, and each member's logged assignment (`assignment()`) is its current one. Scaling
+    /// steps wait for this before they assert on assignments.
     static func awaitSettled(_ instances: [WorkerInstance], quiet: Duration = .seconds(8), timeout: Duration = .seconds(90)) async throws {
         let deadline = ContinuousClock.now + timeout
         var last = instances.map(\.rebalanceCount)
@@ -136,8 +138,35 @@ final class WorkerInstance: Sendable {
             return text.split(separator: "\n").filter { $0.contains("event=") && $0.hasSuffix("rebalance") }.count
         }
         return WorkerInstance(
-            name: name, pid: pid, ending: ending, rebalances: rebalances, stopper: { kill(pid, SIGTERM) },
+            name: name, pid: pid, log: log, ending: ending, rebalances: rebalances, stopper: { kill(pid, SIGTERM) },
             killer: { kill(pid, SIGKILL) }, done: done)
+    }
+
+    /// What the group assigns this worker process now, by topic, replayed from the rebalance
+    /// events it logged ("event=assigned t[0],t[1] (eager) … rebalance"): assigned adds,
+    /// revoked and lost remove. Empty once it stopped (its final revocation is logged too).
+    func assignment() -> [String: Set<Int32>] {
+        guard let log, let text = try? String(contentsOf: log, encoding: .utf8) else { return [:] }
+        var owned: Set<String> = []
+        for line in text.split(separator: "\n") where line.hasSuffix("rebalance") {
+            guard let start = line.range(of: "event=") else { continue }
+            let event = line[start.upperBound...]
+            let words = event.split(separator: " ", maxSplits: 1)
+            guard words.count == 2 else { continue }
+            let list = words[1].prefix { $0 != " " }
+            let partitions = list.split(separator: ",").map(String.init)
+            switch words[0] {
+            case "assigned": owned.formUnion(partitions)
+            case "revoked", "lost": owned.subtract(partitions)
+            default: continue
+            }
+        }
+        var byTopic: [String: Set<Int32>] = [:]
+        for name in owned {
+            guard let open = name.lastIndex(of: "["), let partition = Int32(name[name.index(after: open)...].dropLast()) else { continue }
+            byTopic[String(name[..<open]), default: []].insert(partition)
+        }
+        return byTopic
     }
 
     /// Asks it to stop gracefully (cancel, or SIGTERM) and waits until it ended.

@@ -53,8 +53,9 @@ struct ProbeRoutes: Sendable {
 
     private func readyz() -> ProbeResponse {
         let state = readiness()
-        guard !state.isReady else { return .text(.ok, "ready\n") }
-        return .text(.serviceUnavailable, state.reasons.map { "\($0)\n" }.joined())
+        let details = state.details.map { "\($0)\n" }.joined()
+        guard !state.isReady else { return .text(.ok, "ready\n" + details) }
+        return .text(.serviceUnavailable, state.reasons.map { "\($0)\n" }.joined() + details)
     }
 
     private func metrics() -> ProbeResponse {

@@ -40,8 +40,14 @@ public struct Readiness: Sendable, Hashable {
 
     /// Empty when ready.
     public var reasons: [Reason]
+    /// What the worker is doing, shown after "ready" or after the reasons (one line each),
+    /// e.g. `folds rin.delivery.inbox partitions [0,1] (2 of 4)`; no effect on readiness.
+    public var details: [String]
 
-    public init(reasons: [Reason]) { self.reasons = reasons }
+    public init(reasons: [Reason], details: [String] = []) {
+        self.reasons = reasons
+        self.details = details.map { $0.split(whereSeparator: \.isNewline).joined(separator: " ") }
+    }
 
     public static let ready = Readiness(reasons: [])
 

@@ -47,6 +47,7 @@ public final class WorkerMetrics: Sendable {
     private let commitLatencies: [DeliveryGuarantee: Timer]
     private let commits: [CommitResult: Counter]
     private let restoringPartitions: Gauge
+    private let foldedPartitions: Gauge
     private let restoredStates: Counter
     private let restoreRate: Gauge
     private let ready: Gauge
@@ -98,6 +99,7 @@ public final class WorkerMetrics: Sendable {
             ($0, counter(MetricNames.commits, [("result", $0.rawValue)]))
         })
         restoringPartitions = gauge(MetricNames.restoringPartitions)
+        foldedPartitions = gauge(MetricNames.foldedPartitions)
         restoredStates = counter(MetricNames.restoredStates)
         restoreRate = gauge(MetricNames.restoreRate)
         ready = gauge(MetricNames.ready)
@@ -178,6 +180,11 @@ public final class WorkerMetrics: Sendable {
     /// Assigned partitions whose state is still being restored.
     public func restoring(partitions: Int) {
         restoringPartitions.record(partitions)
+    }
+
+    /// Partitions of the folded log assigned to this member: its share of the users.
+    public func foldedPartitions(_ count: Int) {
+        foldedPartitions.record(count)
     }
 
     /// `count` user states read back from the state topic.

@@ -71,6 +71,12 @@ actor FoldCore<P: UserProcessor> {
     private var joined = false
     /// Set when the worker must stop (a fatal or fencing error seen outside the main loop).
     private(set) var fatal: WorkerStopped?
+    /// Folds of partitions revoked in an orderly way (their unit committed), with the offset
+    /// they reached. The range assignor is eager: every rebalance revokes every partition and
+    /// assigns the new set, mostly the same partitions again; a parked fold is installed again
+    /// instead of restoring when its partition's committed offset is still the one it reached
+    /// (nobody folded it meanwhile), so a rebalance restores only the partitions that moved.
+    private var parked: [Int32: (fold: PartitionFold<P>, nextOffset: Int64?)] = [:]
 
     init(
         processor: P, layout: TopicLayout, settings: WorkerSettings, consumer: KafkaConsumer, producer: KafkaProducer,
@@ -117,14 +123,62 @@ actor FoldCore<P: UserProcessor> {
                 request.carried[partition.partition] = generation
             }
         }
+        // Parked folds of partitions this assignment does not give back have moved away.
+        parked = parked.filter { request.partitions[$0.key] != nil }
         reportRestoring()
         if !request.isEmpty { restoreRequests.yield(request) }
     }
 
-    /// Partitions leaving in an orderly way: their work so far is committed first.
+    /// Partitions leaving in an orderly way: their work so far is committed first, and their
+    /// folds are parked in case the next assignment gives them straight back.
     func revoked(_ partitions: [TopicPartition]) async throws(WorkerStopped) {
         try await commit()
+        for partition in partitions where partition.topic == layout.foldedTopic {
+            // A failed commit rewound every fold (phase restoring, no fold): nothing to park.
+            guard let entry = folded[partition.partition], entry.phase == .active, let fold = entry.fold else { continue }
+            parked[partition.partition] = (fold, entry.nextOffset)
+        }
         forget(partitions)
+    }
+
+    /// The partitions of `request` whose parked fold is current — the committed offset is the
+    /// one the fold reached when this member committed it on revocation, so nobody folded the
+    /// partition since and the changelog would restore exactly this state — are installed
+    /// again, sought to that offset and resumed without reading the changelog. Returns what is
+    /// left to restore.
+    func resumeParked(_ request: RestoreRequest, committed: [Int32: Int64]) async -> RestoreRequest {
+        var rest = request
+        var seeks: [TopicPartition: Int64] = [:]
+        for (partition, generation) in request.partitions {
+            guard folded[partition]?.phase == .restoring(generation: generation),
+                  let kept = parked.removeValue(forKey: partition)
+            else { continue }
+            guard kept.nextOffset == committed[partition] else {
+                logger.info("parked fold is stale; restoring", metadata: [
+                    "partition": "\(layout.foldedTopic)[\(partition)]",
+                    "parked_offset": "\(kept.nextOffset.map(String.init) ?? "none")",
+                    "committed_offset": "\(committed[partition].map(String.init) ?? "none")",
+                ])
+                continue
+            }
+            folded[partition] = FoldPartition(phase: .active, fold: kept.fold, nextOffset: committed[partition], lastActivity: .now)
+            seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
+            rest.partitions[partition] = nil
+        }
+        guard !seeks.isEmpty else { return rest }
+        logger.info("partitions kept through the rebalance: no restore", metadata: [
+            "partitions": "\(seeks.keys.map(\.partition).sorted())", "topic": "\(layout.foldedTopic)",
+        ])
+        do {
+            try await consumer.seek(seeks)
+            try consumer.resume(Array(seeks.keys))
+        } catch {
+            logger.error("resume of kept partitions failed; restoring them", metadata: ["error": "\(error)"])
+            await rewindAll(reason: "resume of kept partitions failed: \(error)")
+            return RestoreRequest(partitions: [:])
+        }
+        reportRestoring()
+        return rest
     }
 
     /// Partitions already taken away: their uncommitted work cannot be committed any more. The
@@ -157,6 +211,7 @@ actor FoldCore<P: UserProcessor> {
     /// committed offsets. What the unit held will be processed again, identically.
     func rewindAll(reason: String) async {
         logger.warning("rewinding to the committed offsets and state", metadata: ["reason": "\(reason)"])
+        parked = [:]
         unit = CommitUnit()
         encodedInUnit = [:]
         var request = RestoreRequest(partitions: [:])
@@ -276,8 +331,16 @@ actor FoldCore<P: UserProcessor> {
     func reportRestoring() {
         let restoring = folded.values.filter { $0.phase != .active }.count
         observer?.restoring(partitions: restoring)
+        observer?.foldedPartitions(folded.count)
         observer?.ready(joined && restoring == 0 && mismatches.isEmpty && fatal == nil)
-        health.update(notReady: notReadyReasons())
+        health.update(notReady: notReadyReasons(), folding: foldingLine())
+    }
+
+    /// Which user partitions this member folds, for `/readyz`.
+    func foldingLine() -> String? {
+        guard joined, layout.folds else { return nil }
+        let partitions = folded.keys.sorted()
+        return "folds \(layout.foldedTopic) partitions [\(partitions.map(String.init).joined(separator: ","))] (\(partitions.count) of \(partitionCount))"
     }
 
     // MARK: Processing

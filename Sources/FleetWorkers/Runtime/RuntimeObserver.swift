@@ -14,6 +14,7 @@ public protocol RuntimeObserver: Sendable {
     func commitLatency(_ seconds: Double, guarantee: DeliveryGuarantee)
     func commit(result: WorkerMetrics.CommitResult)
     func restoring(partitions: Int)
+    func foldedPartitions(_ count: Int)
     func restoredStates(count: Int)
     func restoreRate(statesPerSecond: Double)
     func ready(_ isReady: Bool)
@@ -39,5 +40,6 @@ extension RuntimeObserver {
     public func failingInput(topic: String, partition: Int, offset: Int64) {}
     public func failingInputCleared() {}
     public func inputQuarantined(topic: String) {}
+    public func foldedPartitions(_ count: Int) {}
 }
 

@@ -6,7 +6,7 @@ public import Logging
 public import ServiceLifecycle
 
 /// The one runtime every worker runs on (DESIGN.md "Runtime"): a consumer group per worker with
-/// cooperative-sticky assignment, a deterministic fold per assigned partition of the worker's
+/// the range assignor (whole user partitions per member), a deterministic fold per assigned partition of the worker's
 /// log with its state restored from `<worker>.state`, an ingest stage for inbox workers, ticks
 /// for idle inboxes, and commits under the configured guarantee.
 ///
@@ -271,8 +271,9 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     ) async {
         let instance = settings.instanceId ?? ProcessInfo.processInfo.hostName
         var attempt = 0
-        for await request in requests {
-            let partitions = request.partitions.keys.sorted()
+        for await received in requests {
+            var request = received
+            var partitions = request.partitions.keys.sorted()
             do {
                 if !request.carried.isEmpty {
                     try await startCarrying(request, consumer: consumer, markerProducer: markerProducer, core: core, lock: lock, layout: layout)
@@ -282,6 +283,11 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 let committedByTopic = try await consumer.committed(physical)
                 var committed: [Int32: Int64] = [:]
                 for (partition, offset) in committedByTopic { committed[partition.partition] = offset }
+                // An eager rebalance hands most partitions straight back: those nobody folded
+                // meanwhile keep their fold; only the rest read the changelog.
+                request = await lock.withLock { await core.resumeParked(request, committed: committed) }
+                partitions = request.partitions.keys.sorted()
+                guard !partitions.isEmpty else { continue }
                 attempt += 1
                 let restored = try await restorer.restore(
                     partitions, committed: committed, markerProducer: markerProducer,
@@ -334,6 +340,8 @@ public final class RuntimeHealth: Sendable {
     private struct Snapshot {
         /// nil until the runtime has started.
         var notReady: [String]?
+        /// Which user partitions the member folds (nil before its first assignment).
+        var folding: String?
         var failure: String?
         /// Set while the worker cannot make progress (commit units fail again and again).
         var stalled: String?
@@ -345,8 +353,11 @@ public final class RuntimeHealth: Sendable {
 
     /// Why the worker is not ready (one line each); empty when every assigned partition is
     /// restored and every topic is processed.
-    func update(notReady: [String]) {
-        snapshot.withLock { $0.notReady = notReady }
+    func update(notReady: [String], folding: String? = nil) {
+        snapshot.withLock {
+            $0.notReady = notReady
+            $0.folding = folding
+        }
     }
 
     /// The worker cannot go on: `/healthz` fails with `message`.
@@ -365,7 +376,7 @@ public final class RuntimeHealth: Sendable {
         if let failure = current.failure { return Readiness(reasons: [Readiness.Reason(failure)]) }
         if let stalled = current.stalled { return Readiness(reasons: [Readiness.Reason(stalled)]) }
         guard let notReady = current.notReady else { return .notReady(Readiness.Reason("starting")) }
-        return Readiness(reasons: notReady.map(Readiness.Reason.init))
+        return Readiness(reasons: notReady.map(Readiness.Reason.init), details: current.folding.map { [$0] } ?? [])
     }
 
     public var health: HealthStatus {
