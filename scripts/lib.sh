@@ -99,6 +99,31 @@ link_image_commands() { # dir (with fleetctl in it)
     done < <(image_commands)
 }
 
+# Every `fleetctl` command and option docs/operations.md uses exists in the CLI as built (commands
+# marked "pending #7" excepted). Arguments: the command that runs `fleetctl` in the image or root.
+check_runbook_options() { # fleetctl-command...
+    local line path w help problems=0
+    local -A helps=()
+    while IFS= read -r line; do
+        read -r -a words <<<"${line#*fleetctl }"
+        path=()
+        for w in "${words[@]:0:2}"; do [[ "$w" =~ ^[a-z]+$ ]] && path+=("$w") || break; done
+        [[ -v helps["${path[*]}"] ]] || helps["${path[*]}"]="$("$@" "${path[@]}" --help 2>&1)"
+        help="${helps["${path[*]}"]}"
+        if ! grep -q "^USAGE: fleetctl ${path[*]}\( \|$\)" <<<"$help"; then
+            echo "   runbook: fleetctl ${path[*]}: no such command"; problems=1; continue
+        fi
+        for w in "${words[@]}"; do
+            [[ "$w" == --* ]] || continue
+            grep -qE -- "(^|[[:space:][])${w%%=*}([[:space:]]|\]|$)" <<<"$help" \
+                || { echo "   runbook: fleetctl ${path[*]} has no ${w%%=*}"; problems=1; }
+        done
+    done < <(grep -v 'pending #7' docs/operations.md | grep -oE '(^|[ `(])fleetctl [a-z][^`]*' \
+        | sed -E 's/^[ `(]//; s/ *#.*//' | sort -u)
+    echo "   docs/operations.md: ${#helps[@]} fleetctl commands and their options checked against --help"
+    return "$problems"
+}
+
 # The demo traffic, sent as scripts/demo sends it: one record at a time, 2 s apart, so the story
 # keeps its order through every worker. Arguments: the command that runs `fleetctl` (it gets
 # `produce -` and the record on stdin).
