@@ -127,12 +127,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The five workers' command lines: their own executables and the multi-call fleetctl of
+        // the image (deploy/Dockerfile) share them.
+        .target(
+            name: "WorkerCommands",
+            dependencies: [
+                "FleetWorkers",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "fleetctl",
             dependencies: [
                 "FleetOperations",
                 "FleetWorkers",
                 "FleetSimulation",
+                "WorkerCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -140,7 +151,7 @@ let package = Package(
         .executableTarget(
             name: "score-worker",
             dependencies: [
-                "FleetWorkers",
+                "WorkerCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -148,7 +159,7 @@ let package = Package(
         .executableTarget(
             name: "sync-worker",
             dependencies: [
-                "FleetWorkers",
+                "WorkerCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -156,7 +167,7 @@ let package = Package(
         .executableTarget(
             name: "reminder-worker",
             dependencies: [
-                "FleetWorkers",
+                "WorkerCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -164,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "access-worker",
             dependencies: [
-                "FleetWorkers",
+                "WorkerCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -172,7 +183,7 @@ let package = Package(
         .executableTarget(
             name: "delivery-worker",
             dependencies: [
-                "FleetWorkers",
+                "WorkerCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

@@ -1,16 +1,12 @@
 import ArgumentParser
-import FleetWorkers
+import WorkerCommands
 
 /// The access worker executable: configuration from the environment (see `--help`), logic from the
-/// policy profile, everything else from the shared runtime.
+/// policy profile, everything else from the shared runtime. The command itself is in
+/// `WorkerCommands`, which the image's multi-call `fleetctl` shares.
 @main
-struct AccessWorkerCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "access-worker",
-        abstract: "Reads rin.security.access-requests and writes security intents to rin.delivery.inbox at once (P-ACC-1).",
-        discussion: WorkerLauncher.environmentHelp)
-
-    func run() async throws {
-        try await WorkerLauncher.run(.access)
+enum AccessWorkerMain {
+    static func main() async {
+        await AccessWorkerCommand.main()
     }
 }

@@ -1,7 +1,6 @@
 import ArgumentParser
 
-/// The operator's command line for the retention notification fleet.
-@main
+/// The operator's command line for the retention notification fleet (started by `MultiCall`).
 struct FleetCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fleetctl",

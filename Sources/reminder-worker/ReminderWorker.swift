@@ -1,16 +1,12 @@
 import ArgumentParser
-import FleetWorkers
+import WorkerCommands
 
 /// The reminder worker executable: configuration from the environment (see `--help`), logic from the
-/// policy profile, everything else from the shared runtime.
+/// policy profile, everything else from the shared runtime. The command itself is in
+/// `WorkerCommands`, which the image's multi-call `fleetctl` shares.
 @main
-struct ReminderWorkerCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "reminder-worker",
-        abstract: "Forwards rin.reminders into rin.reminder.inbox, keeps each user's reminders and writes reminder intents to rin.delivery.inbox when they are due.",
-        discussion: WorkerLauncher.environmentHelp)
-
-    func run() async throws {
-        try await WorkerLauncher.run(.reminder)
+enum ReminderWorkerMain {
+    static func main() async {
+        await ReminderWorkerCommand.main()
     }
 }

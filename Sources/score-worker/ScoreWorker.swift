@@ -1,16 +1,12 @@
 import ArgumentParser
-import FleetWorkers
+import WorkerCommands
 
 /// The score worker executable: configuration from the environment (see `--help`), logic from the
-/// policy profile, everything else from the shared runtime.
+/// policy profile, everything else from the shared runtime. The command itself is in
+/// `WorkerCommands`, which the image's multi-call `fleetctl` shares.
 @main
-struct ScoreWorkerCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "score-worker",
-        abstract: "Reads rin.score.batches and writes score intents (updated, milestones) to rin.delivery.inbox.",
-        discussion: WorkerLauncher.environmentHelp)
-
-    func run() async throws {
-        try await WorkerLauncher.run(.score)
+enum ScoreWorkerMain {
+    static func main() async {
+        await ScoreWorkerCommand.main()
     }
 }

@@ -1,16 +1,12 @@
 import ArgumentParser
-import FleetWorkers
+import WorkerCommands
 
 /// The sync worker executable: configuration from the environment (see `--help`), logic from the
-/// policy profile, everything else from the shared runtime.
+/// policy profile, everything else from the shared runtime. The command itself is in
+/// `WorkerCommands`, which the image's multi-call `fleetctl` shares.
 @main
-struct SyncWorkerCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "sync-worker",
-        abstract: "Reads rin.contacts.sync-results and writes contact intents (dedup, conflicts, enrichment) to rin.delivery.inbox.",
-        discussion: WorkerLauncher.environmentHelp)
-
-    func run() async throws {
-        try await WorkerLauncher.run(.sync)
+enum SyncWorkerMain {
+    static func main() async {
+        await SyncWorkerCommand.main()
     }
 }

@@ -1,0 +1,19 @@
+import ArgumentParser
+import WorkerCommands
+
+/// The image ships one binary (deploy/Dockerfile): `fleetctl`, with each worker's name a symbolic
+/// link to it. Like busybox, it runs the command its name says (`delivery-worker` is the delivery
+/// worker, with the same options and `--help` as the worker's own executable); under any other
+/// name it is `fleetctl`. One copy of the statically linked Swift runtime, Foundation and the
+/// fleet's code instead of six.
+@main
+enum MultiCall {
+    static func main() async {
+        let name = CommandLine.arguments.first?.split(separator: "/").last.map(String.init) ?? ""
+        if let worker = WorkerCommands.command(named: name) {
+            await worker.main()
+        } else {
+            await FleetCtl.main()
+        }
+    }
+}
