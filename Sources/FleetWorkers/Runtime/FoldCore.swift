@@ -169,14 +169,7 @@ actor FoldCore<P: UserProcessor> {
         logger.info("partitions kept through the rebalance: no restore", metadata: [
             "partitions": "\(seeks.keys.map(\.partition).sorted())", "topic": "\(layout.foldedTopic)",
         ])
-        do {
-            try await consumer.seek(seeks)
-            try consumer.resume(Array(seeks.keys))
-        } catch {
-            logger.error("resume of kept partitions failed; restoring them", metadata: ["error": "\(error)"])
-            await rewindAll(reason: "resume of kept partitions failed: \(error)")
-            return RestoreRequest(partitions: [:])
-        }
+        guard await seekAndResume(seeks, what: "kept partitions") else { return RestoreRequest(partitions: [:]) }
         reportRestoring()
         return rest
     }
@@ -280,15 +273,22 @@ actor FoldCore<P: UserProcessor> {
             ])
         }
         guard !seeks.isEmpty else { return }
+        if await seekAndResume(seeks, what: "restored partitions") { reportRestoring() }
+    }
+
+    /// Moves `seeks`' partitions to their offsets and resumes them. On failure every partition
+    /// rewinds (restores again from the committed state): a partition left paused or at the
+    /// wrong offset would stall or skip records. Says whether it succeeded.
+    private func seekAndResume(_ seeks: [TopicPartition: Int64], what: String) async -> Bool {
         do {
             try await consumer.seek(seeks)
             try consumer.resume(Array(seeks.keys))
+            return true
         } catch {
-            logger.error("resume after restore failed; restoring again", metadata: ["error": "\(error)"])
-            await rewindAll(reason: "resume after restore failed: \(error)")
-            return
+            logger.error("resume of \(what) failed; rewinding", metadata: ["error": "\(error)"])
+            await rewindAll(reason: "resume of \(what) failed: \(error)")
+            return false
         }
-        reportRestoring()
     }
 
     /// Starts carrying over the previous generation's partitions that still wait under the
@@ -304,14 +304,7 @@ actor FoldCore<P: UserProcessor> {
         logger.info("carrying over the previous generation's log", metadata: [
             "from": "\(seeks.keys.sorted().map(\.description))", "into": "\(layout.foldedTopic)",
         ])
-        do {
-            try await consumer.seek(seeks)
-            try consumer.resume(Array(seeks.keys))
-        } catch {
-            logger.error("resume of carried partitions failed; rewinding", metadata: ["error": "\(error)"])
-            await rewindAll(reason: "resume of carried partitions failed: \(error)")
-        }
-        reportRestoring()
+        if await seekAndResume(seeks, what: "carried partitions") { reportRestoring() }
     }
 
     /// Partitions whose restore failed are requested again.
