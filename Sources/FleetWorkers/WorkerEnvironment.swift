@@ -64,6 +64,9 @@ public enum WorkerEnvironment {
     public static let stallUnits = Variable(
         name: "FLEET_STALL_UNITS", defaultValue: "20",
         meaning: "Consecutive failed commit units after which /healthz fails (the worker makes no progress: restart it); /readyz fails from the third.")
+    public static let crashDrill = Variable(
+        name: "FLEET_CRASH_DRILL_AFTER_UNITS", defaultValue: nil,
+        meaning: "Crash drill, never set in production: after producing its n-th commit unit and before committing it, the worker SIGKILLs itself, so a drill (or the crash-equivalence tests) hits the produce-to-commit window for certain.")
     public static let kafkaPassThrough = Variable(
         name: "KAFKA_*", defaultValue: nil,
         meaning: "Any librdkafka property: KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol (lowercase, _ → .).")
@@ -71,7 +74,7 @@ public enum WorkerEnvironment {
     public static let all: [Variable] = [
         bootstrapServers, groupId, instanceId, guarantee, commitInterval, tickInterval, batchMaxRecords,
         httpPort, httpHost, profile, metadataCheckInterval, topicPrefix, logLevel, maxRecordBytes, maxOutputBytes,
-        maxStateBytes, poisonAttempts, stallUnits, kafkaPassThrough,
+        maxStateBytes, poisonAttempts, stallUnits, crashDrill, kafkaPassThrough,
     ]
 }
 
@@ -108,6 +111,9 @@ public struct WorkerSettings: Sendable {
     public var poisonAttempts: Int
     /// Consecutive failed units after which the worker reports itself not alive.
     public var stallUnits: Int
+    /// The commit unit after whose produce the worker kills itself (a crash drill); `nil`, the
+    /// default, in production.
+    public var crashDrillAfterUnits: Int?
 
     public init(worker: Worker, environment: [String: String]) throws(SettingsError) {
         func value(_ v: WorkerEnvironment.Variable) -> String? {
@@ -149,6 +155,7 @@ public struct WorkerSettings: Sendable {
         self.limits = try Self.limits(environment: environment)
         self.poisonAttempts = try positiveInt(WorkerEnvironment.poisonAttempts)
         self.stallUnits = try positiveInt(WorkerEnvironment.stallUnits)
+        self.crashDrillAfterUnits = value(WorkerEnvironment.crashDrill) == nil ? nil : try positiveInt(WorkerEnvironment.crashDrill)
     }
 
     /// The record contract's sizes from `FLEET_MAX_RECORD_BYTES`, `FLEET_MAX_OUTPUT_BYTES` and

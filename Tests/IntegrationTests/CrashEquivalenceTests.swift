@@ -37,13 +37,13 @@ struct CrashEquivalenceTests {
     static let trafficSeed: UInt64 = 0x5EED_C4A5_0001
 
     @Test("at_least_once: SIGKILLs between produce and commit change no output record (P-IDEM-1, P-BUD-1)",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(4)))
     func atLeastOnce() async throws {
         try await Self.compare(guarantee: .atLeastOnce)
     }
 
     @Test("exactly_once: SIGKILLs mid-transaction change no output record; aborted copies are exact (P-IDEM-1, P-BUD-1)",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(4)))
     func exactlyOnce() async throws {
         try await Self.compare(guarantee: .exactlyOnce)
     }
@@ -73,18 +73,25 @@ struct CrashEquivalenceTests {
         #expect(clean.snapshot.budgetSuppressions > 0, "the traffic must exhaust some daily budgets")
         #expect(clean.snapshot.intentIds.count > 200, "the traffic must produce plenty of intents")
         #expect(faulty.kills > 0)
-        // Re-sent (at-least-once) or aborted (exactly-once) copies show that kills landed between
-        // produce and commit, the window this test is about: in an inbox (upstream workers and
-        // ingest stages; later records of the partition then sit at other offsets than in the
-        // clean run) or in the outputs (the delivery worker). At least one such window must have
-        // been hit; which ones a run hits is timing on a loaded machine (runs seen here hit only
-        // the inboxes, only the outputs, or both), so that is reported, not required.
+        // The window this test is about is between a unit's produce and its commit. Crash
+        // drills hit it for certain (a worker kills itself right after the unit's records were
+        // acknowledged, before its offsets or transaction are committed); the timed kills may or
+        // may not, as timing on a loaded machine decides.
+        #expect(faulty.drills > 0, "no crash drill fired: no kill is known to have landed between a produce and its commit")
+        // Under at-least-once what a drilled unit produced is produced again after the restart:
+        // re-sent copies with the same ids, visible on any broker — in an inbox (upstream
+        // workers and ingest stages) or in the outputs (the delivery worker). Under exactly-once
+        // the drilled transaction is aborted, and whether its records are seen by a
+        // read_committed reader depends on the broker (Apache Kafka hides them, the test broker
+        // shows them), so there the copies are only reported.
         let copies = faulty.snapshot.copies
         let inboxCopies = (copies[Topics.deliveryInbox] ?? 0) + (copies[Topics.reminderInbox] ?? 0)
         let outputCopies = FleetRecorder.comparedTopics.dropFirst().reduce(0) { $0 + (copies[$1] ?? 0) }
-        #expect(inboxCopies + outputCopies > 0, "no kill landed between a produce and its commit")
-        if inboxCopies == 0 { print("  note: no kill landed between an upstream produce and its commit in this run") }
-        if outputCopies == 0 { print("  note: no kill landed between the delivery worker's produce and its commit in this run") }
+        if guarantee == .atLeastOnce {
+            #expect(inboxCopies + outputCopies > 0, "crash drills fired, yet nothing was produced again")
+        }
+        if inboxCopies == 0 { print("  note: no copies in the inboxes in this run") }
+        if outputCopies == 0 { print("  note: no copies in the outputs in this run") }
 
         // Same distinct records, byte for byte.
         let reference = clean.snapshot.records
@@ -121,6 +128,8 @@ struct CrashRun {
     var snapshot: FleetRecorder.Snapshot
     var kills: Int
     var aimedKills: Int
+    /// Workers that killed themselves by crash drill between a unit's produce and its commit.
+    var drills: Int
     var restarts: Int
     var seconds: Double
     /// Seconds each wave took from produce to complete.
@@ -132,7 +141,7 @@ struct CrashRun {
         let topics = byTopic.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let copies = snapshot.copies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         return "  \(name): \(snapshot.records.count) distinct records (\(topics)), extra copies (\(copies)), "
-            + "\(snapshot.budgetSuppressions) budget suppressions, kills \(kills) (\(aimedKills) aimed after produce), "
+            + "\(snapshot.budgetSuppressions) budget suppressions, kills \(kills) (\(aimedKills) aimed after produce), crash drills \(drills), "
             + "restarts \(restarts), \(String(format: "%.1f", seconds)) s (waves: \(waveSeconds.map { String(format: "%.1f", $0) }.joined(separator: " ")))"
     }
 
@@ -184,9 +193,11 @@ struct CrashRun {
             fleet.environment(for: slot.worker, overrides)
         }
         defer { processes.killAll() }
-        try processes.startAll()
-
         let injector = killerSeed.map { FaultInjector(processes: processes, recorder: recorder, seed: $0) }
+        await injector?.armDrills()
+        let reviving = injector.map { injector in Task { await injector.reviveDrilledSlots() } }
+        defer { reviving?.cancel() }
+        try processes.startAll()
         // Four waves are disturbed, chosen by the killer's seed: a restart costs ~8 s on the test
         // broker, so disturbing every wave would take the run far past its time budget.
         var disturbedWaves: Set<Int> = []
@@ -240,9 +251,13 @@ struct CrashRun {
                 traffic.waves.count, progress: progress, processes: processes, faults: injector != nil, requireDecisions: true,
                 timeout: intervention?.waveTimeout)
             try await quiesce(recorder)
+            reviving?.cancel()
+            await reviving?.value
             try await intervention?.atEnd(fleet)
         } catch {
             await disturbing?.value
+            reviving?.cancel()
+            await reviving?.value
             intervening?.cancel()
             for slot in slots { print("---- \(slot) log tail (\(logs.path)):\n\(processes.logTail(slot))") }
             await progress.close()
@@ -254,12 +269,13 @@ struct CrashRun {
         let snapshot = recorder.snapshot()
         #expect(recorder.problems.isEmpty, "recorder: \(recorder.problems.prefix(5))")
         let kills = await injector?.kills ?? []
+        let drills = await injector?.drilled.count ?? 0
         await progress.close()
         await recorder.close()
         processes.killAll()
         await fleet.tearDown()
         return CrashRun(
-            name: name, snapshot: snapshot, kills: kills.count, aimedKills: kills.filter(\.aimed).count,
+            name: name, snapshot: snapshot, kills: kills.count, aimedKills: kills.filter(\.aimed).count, drills: drills,
             restarts: processes.restarts, seconds: seconds(since: started), waveSeconds: waveSeconds)
     }
 

@@ -14,6 +14,11 @@ import Foundation
 /// worker produces that unit again: the copies counted in the summary. The other kills land
 /// anywhere: during a group join or a restore, mid-fold, while idle.
 ///
+/// Timed kills may all miss that window when units are small, so the injector also arms crash
+/// drills (`armDrills()`): the delivery worker and one upstream worker kill themselves right
+/// after a unit's records were acknowledged and before its commit (`FLEET_CRASH_DRILL_AFTER_UNITS`),
+/// which hits the window for certain; `reviveDrilledSlots()` restarts them like any victim.
+///
 /// A slot is only chosen once it is back at work after its last restart (it wrote something,
 /// if only a restore marker, or has been up for a while), and at most `maxDown` slots are away
 /// at once: on the test broker a restart costs ~8 s (a group join takes ~6 s, then the
@@ -38,6 +43,8 @@ actor FaultInjector {
     private let maxDown: Int
     private var random: SplitMix64
     private(set) var kills: [Kill] = []
+    /// Slots that died by their crash drill, in order.
+    private(set) var drilled: [WorkerProcesses.Slot] = []
     private var incarnations: [WorkerProcesses.Slot: Incarnation] = [:]
     private var down: Set<WorkerProcesses.Slot> = []
 
@@ -64,6 +71,32 @@ actor FaultInjector {
                 kills.append(Kill(slot: slot, wave: wave, aimed: aimed))
                 let pause = Duration.milliseconds(random.int(200...1000))
                 restarts.addTask { await self.restart(slot, after: pause) }
+            }
+        }
+    }
+
+    /// Arms a crash drill in the delivery worker (after its 3rd–8th unit: it writes outputs) and
+    /// in one upstream worker (after its 2nd–5th: it writes the inbox), chosen by the seed.
+    func armDrills() {
+        let upstream = processes.slots.filter { $0.worker != .delivery }
+        if !upstream.isEmpty { processes.arm(upstream[random.int(upstream.count)], afterUnits: random.int(2...5)) }
+        for slot in processes.slots where slot.worker == .delivery {
+            processes.arm(slot, afterUnits: random.int(3...8))
+        }
+    }
+
+    /// Restarts slots that died by their crash drill, after the same short pause as a killed
+    /// one, until cancelled.
+    func reviveDrilledSlots() async {
+        await withTaskGroup(of: Void.self) { restarts in
+            while !Task.isCancelled {
+                for slot in processes.reapDrilled() {
+                    down.insert(slot)
+                    drilled.append(slot)
+                    let pause = Duration.milliseconds(random.int(200...1000))
+                    restarts.addTask { await self.restart(slot, after: pause) }
+                }
+                try? await Task.sleep(for: .milliseconds(50))
             }
         }
     }

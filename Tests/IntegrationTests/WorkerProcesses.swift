@@ -10,6 +10,10 @@ import Testing
 /// over its predecessor's `transactional.id` and fences it (aborting what it left open). Output
 /// goes to one log file per slot (appended across restarts) in `logDirectory`.
 ///
+/// A slot can be armed for a crash drill (`arm(_:afterUnits:)`): its processes start with
+/// `FLEET_CRASH_DRILL_AFTER_UNITS` until one of them dies by it, which `reapDrilled()` reports
+/// (and `exited()` does not: that death was asked for).
+///
 /// `killAll()` is synchronous so tests can call it from `defer`: no worker outlives its test.
 final class WorkerProcesses: Sendable {
     struct Slot: Sendable, Hashable, CustomStringConvertible {
@@ -24,7 +28,10 @@ final class WorkerProcesses: Sendable {
     private let running = Mutex<[Slot: Process]>([:])
     /// Set by `killAll`: nothing starts afterwards, so a late restart cannot leak a process.
     private let closed = Mutex(false)
-    private let counts = Mutex((kills: 0, starts: 0))
+    private let counts = Mutex((kills: 0, starts: 0, drills: 0))
+    /// Slots armed for a crash drill, with the unit it fires after; and the slots whose running
+    /// process was started armed.
+    private let drill = Mutex((armed: [Slot: Int](), armedIncarnations: Set<Slot>()))
 
     /// `environment` gives each slot's variables (its worker's test settings plus overrides).
     init(slots: [Slot], logDirectory: URL, environment: @escaping @Sendable (Slot) -> [String: String]) throws {
@@ -36,6 +43,38 @@ final class WorkerProcesses: Sendable {
 
     var kills: Int { counts.withLock { $0.kills } }
     var restarts: Int { counts.withLock { max(0, $0.starts - slots.count) } }
+    /// Processes that killed themselves by their crash drill.
+    var drills: Int { counts.withLock { $0.drills } }
+
+    /// Starts `slot`'s processes with a crash drill after their `units`-th commit unit until one
+    /// of them dies by it.
+    func arm(_ slot: Slot, afterUnits units: Int) {
+        drill.withLock { $0.armed[slot] = units }
+    }
+
+    /// Whether `process` (slot's) died by its crash drill: it was started armed and ended by
+    /// SIGKILL that nobody here sent. Disarms the slot and counts the drill when so.
+    private func diedByDrill(_ slot: Slot, _ process: Process) -> Bool {
+        guard !process.isRunning, process.terminationReason == .uncaughtSignal, process.terminationStatus == SIGKILL
+        else { return false }
+        let drilled = drill.withLock { state in
+            guard state.armedIncarnations.remove(slot) != nil else { return false }
+            state.armed[slot] = nil
+            return true
+        }
+        if drilled { counts.withLock { $0.drills += 1 } }
+        return drilled
+    }
+
+    /// Slots whose process died by its crash drill since the last call; they are no longer
+    /// running, and `start` brings them back unarmed.
+    func reapDrilled() -> [Slot] {
+        running.withLock { processes in
+            let drilled = processes.filter { slot, process in diedByDrill(slot, process) }.map(\.key)
+            for slot in drilled { processes[slot] = nil }
+            return drilled
+        }
+    }
 
     func startAll() throws {
         for slot in slots { try start(slot) }
@@ -54,6 +93,8 @@ final class WorkerProcesses: Sendable {
         process.executableURL = try ShutdownTests.executable(slot.worker.rawValue)
         var variables = environment(slot)
         variables["FLEET_INSTANCE_ID"] = slot.description
+        let armedAfter = drill.withLock { $0.armed[slot] }
+        if let armedAfter { variables["FLEET_CRASH_DRILL_AFTER_UNITS"] = String(armedAfter) }
         process.environment = variables
         let log = logDirectory.appendingPathComponent("\(slot).log")
         if !FileManager.default.fileExists(atPath: log.path) {
@@ -70,6 +111,9 @@ final class WorkerProcesses: Sendable {
             // Checked under the same lock `killAll` takes, so no process slips past it.
             if closed.withLock({ $0 }) { return false }
             processes[slot] = process
+            drill.withLock { state in
+                if armedAfter != nil { state.armedIncarnations.insert(slot) } else { state.armedIncarnations.remove(slot) }
+            }
             return true
         }
         if !admitted {
@@ -84,6 +128,7 @@ final class WorkerProcesses: Sendable {
     /// uncommitted) and waits until it is gone.
     func kill(_ slot: Slot) {
         guard let process = running.withLock({ $0.removeValue(forKey: slot) }) else { return }
+        if diedByDrill(slot, process) { return }
         if process.isRunning {
             Foundation.kill(process.processIdentifier, SIGKILL)
             counts.withLock { $0.kills += 1 }
@@ -91,10 +136,17 @@ final class WorkerProcesses: Sendable {
         process.waitUntilExit()
     }
 
-    /// Slots whose process exited on its own (a worker that stopped with an error).
+    /// Slots whose process exited on its own (a worker that stopped with an error), leaving out
+    /// deaths by crash drill.
     func exited() -> [(slot: Slot, status: Int32)] {
-        running.withLock { processes in
-            processes.compactMap { slot, process in process.isRunning ? nil : (slot, process.terminationStatus) }
+        let armed = drill.withLock { $0.armedIncarnations }
+        return running.withLock { processes in
+            processes.compactMap { slot, process in
+                if process.isRunning { return nil }
+                let drilled = armed.contains(slot) && process.terminationReason == .uncaughtSignal
+                    && process.terminationStatus == SIGKILL
+                return drilled ? nil : (slot, process.terminationStatus)
+            }
         }
     }
 

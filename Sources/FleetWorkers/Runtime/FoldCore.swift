@@ -77,6 +77,8 @@ actor FoldCore<P: UserProcessor> {
     /// instead of restoring when its partition's committed offset is still the one it reached
     /// (nobody folded it meanwhile), so a rebalance restores only the partitions that moved.
     private var parked: [Int32: (fold: PartitionFold<P>, nextOffset: Int64?)] = [:]
+    /// Commit units produced so far, counted for `FLEET_CRASH_DRILL_AFTER_UNITS`.
+    private var producedUnits = 0
 
     init(
         processor: P, layout: TopicLayout, settings: WorkerSettings, consumer: KafkaConsumer, producer: KafkaProducer,
@@ -573,6 +575,7 @@ actor FoldCore<P: UserProcessor> {
             do {
                 try producer.beginTransaction()
                 _ = try await producer.send(records)
+                crashDrill()
                 if !offsets.isEmpty {
                     try await producer.sendOffsetsToTransaction(offsets, groupMetadata: consumer.groupMetadata())
                 }
@@ -598,6 +601,7 @@ actor FoldCore<P: UserProcessor> {
                 await unitFailed(error, causes: causes, what: "producing the unit failed")
                 return
             }
+            crashDrill()
             do {
                 try await consumer.commit(offsets)
             } catch {
@@ -712,6 +716,20 @@ actor FoldCore<P: UserProcessor> {
     }
 
     /// `commit_transaction`, retried while librdkafka says a retry can succeed.
+    /// The crash drill (`FLEET_CRASH_DRILL_AFTER_UNITS`): dies like a killed pod — no shutdown
+    /// hook, nothing flushed or committed — right after the n-th unit's records were acknowledged
+    /// and before its offsets (or its transaction) are committed: the window in which a crash
+    /// must neither lose nor repeat anything (DESIGN.md principle 4). A timed external kill
+    /// rarely lands there when units are small.
+    private func crashDrill() {
+        guard let after = settings.crashDrillAfterUnits else { return }
+        producedUnits += 1
+        guard producedUnits == after else { return }
+        logger.critical("crash drill: killing this process after producing commit unit \(after), before committing it (FLEET_CRASH_DRILL_AFTER_UNITS)")
+        fflush(nil)  // every stdio stream, so the log says why the process died
+        kill(getpid(), SIGKILL)
+    }
+
     private func commitTransaction() async throws(KafkaError) {
         var attempt = 0
         while true {
