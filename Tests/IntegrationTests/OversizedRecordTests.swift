@@ -240,13 +240,13 @@ struct OversizedRecordTests {
         defer { Task { await fleet.tearDown() } }
         let overrides = ["FLEET_GUARANTEE": guarantee.rawValue]
         let rin = try PolicyProfile.shipped("rin")
-        var healths: [RuntimeHealth] = []
+        var healths: [(worker: Worker, health: RuntimeHealth)] = []
         var tasks: [Task<Void, any Error>] = []
         func start<P: UserProcessor>(_ worker: Worker, _ processor: P) throws {
             var logger = Logger(label: "test.\(worker.rawValue)")
-            logger.logLevel = .error
+            logger.logLevel = .warning
             let health = RuntimeHealth()
-            healths.append(health)
+            healths.append((worker, health))
             let runtime = WorkerRuntime(settings: try fleet.settings(for: worker, overrides), processor: processor, health: health, logger: logger)
             tasks.append(Task { try await runtime.run() })
         }
@@ -269,21 +269,32 @@ struct OversizedRecordTests {
         // requests, two sign-ins: every partition got past the bad records) and the outputs
         // stopped changing (the reminder worker's items take two hops).
         let security = Self.users.count * 4
-        let deadline = ContinuousClock.now + .seconds(150)
+        // Generous: a loaded 2-core machine has been seen to need more than 150 s.
+        let deadline = ContinuousClock.now + .seconds(240)
         var outputs: [String: [String]] = [:]
         var previous: [String: [String]]?
+        var delivered = 0
         while ContinuousClock.now < deadline {
             outputs = try await readOutputs(fleet)
-            let delivered = (outputs[Topics.deliveries] ?? []).filter { $0.contains(" security.") }.count
+            delivered = (outputs[Topics.deliveries] ?? []).filter { $0.contains(" security.") }.count
             if delivered >= security, outputs == previous { break }
             previous = outputs
             try await Task.sleep(for: .seconds(2))
+        }
+        if delivered < security {
+            // Say what each worker was doing, so a stalled partition can be told from a slow one.
+            let states = healths.map { worker, health in
+                let readiness = health.readiness
+                let said = readiness.isReady ? ["ready"] : readiness.reasons.map(\.description)
+                return "\(worker.rawValue): \((said + readiness.details).joined(separator: ", "))"
+            }.joined(separator: "; ")
+            Issue.record("\(guarantee.rawValue), \(traffic.count) records: \(delivered) of \(security) security deliveries after 240 s; \(states)")
         }
         var deadLetters: [String: [KafkaMessage]] = [:]
         for topic in Self.topics {
             deadLetters[topic] = try await fleet.read(Topics.deadLetter(of: topic), count: 100, timeout: .seconds(2))
         }
-        let healthy = healths.allSatisfy { $0.health == .alive }
+        let healthy = healths.allSatisfy { $0.health.health == .alive }
         return Run(outputs: outputs, deadLetters: deadLetters, healthy: healthy)
     }
 
