@@ -51,7 +51,7 @@ struct RuntimePieceTests {
     func changelogRoundTrip() throws {
         let state = Counter(count: 3, note: #"quote " slash / newline \#n"#)
         let stateRecord = ChangelogRecords.state(
-            userId: "u/1", stateJSON: try StateCoding.encode(state), inputOffset: 41, topic: "s", partition: 2)
+            userId: "u/1", image: try StateCoding.encode(state), inputOffset: 41, topic: "s", partition: 2)
         #expect(stateRecord.partition == 2)
         guard case .state(let user, let offset, let decoded) = try ChangelogRecords.entry(of: message(stateRecord, offset: 0), as: Counter.self)
         else { Issue.record("not a state"); return }
@@ -74,16 +74,38 @@ struct RuntimePieceTests {
         #expect(throws: ChangelogRecords.ReadError.self) { try ChangelogRecords.entry(of: broken, as: Counter.self) }
     }
 
-    @Test("the history record holds before, after and the input's coordinates, as canonical JSON")
+    @Test("the history record holds before, after and the input's coordinates; binary now, JSON as versions before wrote it, both read back")
     func historyRecord() throws {
-        let record = ChangelogRecords.change(
-            userId: "u1", before: nil, after: Array(#"{"count":1}"#.utf8),
-            input: SourceCoordinates(topic: "rin.delivery.inbox", partition: 3, offset: 99),
+        let input = SourceCoordinates(topic: "rin.delivery.inbox", partition: 3, offset: 99)
+        let legacy = ChangelogRecords.legacyJSONChange(
+            userId: "u1", before: nil, after: Array(#"{"count":1,"note":""}"#.utf8), input: input,
             logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 3)
-        let text = String(decoding: record.value ?? [], as: UTF8.self)
-        #expect(text == #"{"after":{"count":1},"before":null,"input":{"offset":99,"partition":3,"topic":"rin.delivery.inbox"},"input_offset":99,"log_time":"2026-11-21T09:00:00Z","user_id":"u1","v":1}"#)
+        let text = String(decoding: legacy.value ?? [], as: UTF8.self)
+        #expect(text == #"{"after":{"count":1,"note":""},"before":null,"input":{"offset":99,"partition":3,"topic":"rin.delivery.inbox"},"input_offset":99,"log_time":"2026-11-21T09:00:00Z","user_id":"u1","v":1}"#)
         // It is valid JSON.
         #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [String: Any])
+
+        let binary = ChangelogRecords.change(
+            userId: "u1", before: try StateCoding.encode(Counter(count: 0, note: "b")),
+            after: try StateCoding.encode(Counter(count: 1, note: "")), input: input,
+            logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 3)
+        #expect(binary.value?.first != UInt8(ascii: "{"))
+        let old = try ChangelogRecords.change(of: message(legacy, offset: 0), as: Counter.self)
+        #expect(old.userId == "u1" && old.before == nil && old.after == Counter(count: 1, note: "") && old.input == input)
+        let new = try ChangelogRecords.change(of: message(binary, offset: 1), as: Counter.self)
+        #expect(new.userId == "u1" && new.before == Counter(count: 0, note: "b") && new.after == Counter(count: 1, note: ""))
+        #expect(new.input == input && new.logTime == .at("2026-11-21T09:00:00Z"))
+        #expect(try ChangelogRecords.changePlace(of: message(binary, offset: 1)).input == input)
+    }
+
+    @Test("a state record written as JSON by a version before binary images reads back like a binary one (rolling upgrade)")
+    func legacyStateRecord() throws {
+        let state = Counter(count: 7, note: "é")
+        let legacy = ChangelogRecords.legacyJSONState(
+            userId: "u/2", stateJSON: try StateCoding.encode(state), inputOffset: 12, topic: "s", partition: 0)
+        guard case .state(let user, let offset, let decoded) = try ChangelogRecords.entry(of: message(legacy, offset: 0), as: Counter.self)
+        else { Issue.record("not a state"); return }
+        #expect(user == "u/2" && offset == 12 && decoded == state)
     }
 
     @Test("restore keeps per user the last state below the committed offset; later ones came from an uncommitted attempt (principle 5)")

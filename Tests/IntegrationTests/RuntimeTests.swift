@@ -71,8 +71,8 @@ struct RuntimeTests {
         let kinds = state.map { String(decoding: $0.header(ChangelogRecords.kindHeader) ?? [], as: UTF8.self) }
         #expect(kinds.contains("state") && kinds.contains("position") && kinds.contains("marker"))
         let history = try await fleet.read(Worker.delivery.historyTopic, count: 1, timeout: .seconds(5))
-        let change = try #require(history.first?.value.map { String(decoding: $0, as: UTF8.self) })
-        #expect(change.hasPrefix(#"{"after":{"#) && change.contains(#""before":null"#) && change.contains(#""input_offset":0"#))
+        let change = try ChangelogRecords.change(of: try #require(history.first), as: DeliveryState.self)
+        #expect(change.userId == "u-restore" && change.before == nil && change.input.offset == 0)
     }
 
     @Test("exactly-once: outputs, state and offsets commit in transactions; the output equals the fold (principle 4)")

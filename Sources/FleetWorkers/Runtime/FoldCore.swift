@@ -556,7 +556,7 @@ actor FoldCore<P: UserProcessor> {
         for (partition, users) in unit.states.sorted(by: { $0.key < $1.key }) {
             for (user, entry) in users.sorted(by: { $0.key < $1.key }) {
                 records.append(ChangelogRecords.state(
-                    userId: user, stateJSON: entry.state, inputOffset: entry.inputOffset,
+                    userId: user, image: entry.state, inputOffset: entry.inputOffset,
                     topic: layout.stateTopic, partition: partition))
                 causes.append(InputPosition(partition: TopicPartition(layout.foldedTopic, partition), offset: entry.inputOffset))
             }
