@@ -64,6 +64,9 @@ public enum WorkerEnvironment {
     public static let stallUnits = Variable(
         name: "FLEET_STALL_UNITS", defaultValue: "20",
         meaning: "Consecutive failed commit units after which /healthz fails (the worker makes no progress: restart it); /readyz fails from the third.")
+    public static let stateImages = Variable(
+        name: "FLEET_STATE_IMAGES", defaultValue: "binary",
+        meaning: "How state images go to `<worker>.state` and `<worker>.history`: `binary` (versioned protobuf), or `json` as builds before binary images wrote them, so the fleet can still be rolled back to such a build during an upgrade. Both are always read.")
     public static let kafkaPassThrough = Variable(
         name: "KAFKA_*", defaultValue: nil,
         meaning: "Any librdkafka property: KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol (lowercase, _ → .).")
@@ -71,7 +74,7 @@ public enum WorkerEnvironment {
     public static let all: [Variable] = [
         bootstrapServers, groupId, instanceId, guarantee, commitInterval, tickInterval, batchMaxRecords,
         httpPort, httpHost, profile, metadataCheckInterval, topicPrefix, logLevel, maxRecordBytes, maxOutputBytes,
-        maxStateBytes, poisonAttempts, stallUnits, kafkaPassThrough,
+        maxStateBytes, poisonAttempts, stallUnits, stateImages, kafkaPassThrough,
     ]
 }
 
@@ -108,6 +111,8 @@ public struct WorkerSettings: Sendable {
     public var poisonAttempts: Int
     /// Consecutive failed units after which the worker reports itself not alive.
     public var stallUnits: Int
+    /// How state images are written (`FLEET_STATE_IMAGES`).
+    public var stateImages: StateImageEncoding
 
     public init(worker: Worker, environment: [String: String]) throws(SettingsError) {
         func value(_ v: WorkerEnvironment.Variable) -> String? {
@@ -149,6 +154,11 @@ public struct WorkerSettings: Sendable {
         self.limits = try Self.limits(environment: environment)
         self.poisonAttempts = try positiveInt(WorkerEnvironment.poisonAttempts)
         self.stallUnits = try positiveInt(WorkerEnvironment.stallUnits)
+        let imagesText = value(WorkerEnvironment.stateImages) ?? ""
+        guard let stateImages = StateImageEncoding(rawValue: imagesText) else {
+            throw SettingsError("FLEET_STATE_IMAGES must be binary or json, got '\(imagesText)'")
+        }
+        self.stateImages = stateImages
     }
 
     /// The record contract's sizes from `FLEET_MAX_RECORD_BYTES`, `FLEET_MAX_OUTPUT_BYTES` and

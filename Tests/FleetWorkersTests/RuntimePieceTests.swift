@@ -3,6 +3,7 @@ import FleetModel
 import Foundation
 import Kafka
 import Testing
+import UpstreamProcessors
 
 /// The runtime's pure pieces, without a broker: topic checks, changelog records, the restore
 /// rule, provenance headers.
@@ -85,17 +86,25 @@ struct RuntimePieceTests {
         // It is valid JSON.
         #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [String: Any])
 
+        // A state with a binary image gets the binary envelope; one without (Counter) the JSON one.
+        var before = ScoreState()
+        before.lastBatchId = "b-1"
+        var after = before
+        after.lastScore = 64
         let binary = ChangelogRecords.change(
-            userId: "u1", before: try StateCoding.encode(Counter(count: 0, note: "b")),
-            after: try StateCoding.encode(Counter(count: 1, note: "")), input: input,
+            userId: "u1", before: try StateCoding.encode(before), after: try StateCoding.encode(after), input: input,
             logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 3)
         #expect(binary.value?.first != UInt8(ascii: "{"))
         let old = try ChangelogRecords.change(of: message(legacy, offset: 0), as: Counter.self)
         #expect(old.userId == "u1" && old.before == nil && old.after == Counter(count: 1, note: "") && old.input == input)
-        let new = try ChangelogRecords.change(of: message(binary, offset: 1), as: Counter.self)
-        #expect(new.userId == "u1" && new.before == Counter(count: 0, note: "b") && new.after == Counter(count: 1, note: ""))
+        let new = try ChangelogRecords.change(of: message(binary, offset: 1), as: ScoreState.self)
+        #expect(new.userId == "u1" && new.before == before && new.after == after)
         #expect(new.input == input && new.logTime == .at("2026-11-21T09:00:00Z"))
         #expect(try ChangelogRecords.changePlace(of: message(binary, offset: 1)).input == input)
+        let counter = ChangelogRecords.change(
+            userId: "u1", before: nil, after: try StateCoding.encode(Counter(count: 1, note: "")), input: input,
+            logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 3)
+        #expect(counter.value == legacy.value)
     }
 
     @Test("a state record written as JSON by a version before binary images reads back like a binary one (rolling upgrade)")

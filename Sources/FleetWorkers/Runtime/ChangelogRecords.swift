@@ -54,9 +54,14 @@ public enum ChangelogRecords {
     public static let envelopeFormat: UInt32 = 1
 
     /// A user's state image (`StateCoding.encode`) as of the input record at `inputOffset`.
+    /// A JSON image (a state without a binary image, or `FLEET_STATE_IMAGES=json`) goes in the
+    /// JSON envelope of the builds before binary images, so they can read it.
     public static func state(
         userId: String, image: [UInt8], inputOffset: Int64, topic: String, partition: Int32
     ) -> ProducerRecord {
+        if image.first == UInt8(ascii: "{") {
+            return legacyJSONState(userId: userId, stateJSON: image, inputOffset: inputOffset, topic: topic, partition: partition)
+        }
         var envelope = Fleet_State_ChangelogState()
         envelope.format = envelopeFormat
         envelope.inputOffset = inputOffset
@@ -113,11 +118,16 @@ public enum ChangelogRecords {
     }
 
     /// One state change for `<worker>.history`: images from `StateCoding.encode`; `before` is
-    /// nil for a user never stored.
+    /// nil for a user never stored. JSON images go in the JSON envelope of the builds before
+    /// binary images, as in `state`.
     public static func change(
         userId: String, before: [UInt8]?, after: [UInt8], input: SourceCoordinates, logTime: Timestamp,
         topic: String, partition: Int32
     ) -> ProducerRecord {
+        if after.first == UInt8(ascii: "{") {
+            return legacyJSONChange(
+                userId: userId, before: before, after: after, input: input, logTime: logTime, topic: topic, partition: partition)
+        }
         var envelope = Fleet_State_HistoryChange()
         envelope.format = envelopeFormat
         if let before { envelope.before = Data(before) }
@@ -372,6 +382,15 @@ public enum ChangelogRecords {
     }
 }
 
+/// How a worker writes state images (`FLEET_STATE_IMAGES`).
+public enum StateImageEncoding: String, Sendable, Hashable {
+    /// Versioned protobuf, for states that have one (`BinaryStateImage`); canonical JSON otherwise.
+    case binary
+    /// Canonical JSON in JSON envelopes, byte for byte what builds before binary images wrote:
+    /// while a rollback to such a build may still be needed, it must be able to restore.
+    case json
+}
+
 /// How processor states become changelog and history images, and back.
 ///
 /// A state with a binary image (`BinaryStateImage`: every shipped worker's) is written binary;
@@ -381,8 +400,8 @@ public enum ChangelogRecords {
 /// starts a JSON image (also every image written before binary images), a binary image starts
 /// with its format version's tag (`0x08`).
 public enum StateCoding {
-    public static func encode<State: Encodable>(_ state: State) throws -> [UInt8] {
-        if let binary = state as? any BinaryStateImage {
+    public static func encode<State: Encodable>(_ state: State, as encoding: StateImageEncoding = .binary) throws -> [UInt8] {
+        if encoding == .binary, let binary = state as? any BinaryStateImage {
             return try binary.binaryImage()
         }
         return try CanonicalJSONEncoder.encode(state)

@@ -392,7 +392,7 @@ actor FoldCore<P: UserProcessor> {
         }
         let wakeUp = fold.nextWakeUp
         let logTimeBefore = fold.logTime
-        let folded = LogFolding.fold(message, into: &fold, limits: settings.limits)
+        let folded = LogFolding.fold(message, into: &fold, limits: settings.limits, images: settings.stateImages)
         if let error = folded.deadLetter { deadLetter(message, error: error, namespace: namespace, cause: cause) }
         guard let step = folded.step else { return true }
         if let failure = folded.stateEncodingError {
@@ -413,7 +413,7 @@ actor FoldCore<P: UserProcessor> {
                 before = cached
             } else {
                 do {
-                    before = try change.before.map { try StateCoding.encode($0) }
+                    before = try change.before.map { try StateCoding.encode($0, as: settings.stateImages) }
                 } catch {
                     fatal = WorkerStopped(description: "cannot encode the state of user \(change.userId): \(error)")
                     continue
