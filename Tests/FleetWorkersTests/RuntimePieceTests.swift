@@ -107,6 +107,26 @@ struct RuntimePieceTests {
         #expect(counter.value == legacy.value)
     }
 
+    struct Hashes: Codable, Hashable, Sendable {
+        var hash: UInt64
+    }
+
+    @Test("JSON records of the build before keep 64-bit numbers exact when restored and read as history (no generic JSON tree)")
+    func legacyRecordsKeepHashes() async throws {
+        let state = Hashes(hash: UInt64.max - 12_345)
+        let image = try StateCoding.encode(state)
+        let record = ChangelogRecords.legacyJSONState(userId: "u", stateJSON: image, inputOffset: 0, topic: "s", partition: 0)
+        var collector = StateRestorer<Hashes>.ImageCollector(committed: 1)
+        try collector.read(message(record, offset: 0))
+        let restored = try await StateRestorer<Hashes>.decode([0: collector])
+        #expect(restored[0]?["u"] == state)
+        let change = ChangelogRecords.legacyJSONChange(
+            userId: "u", before: image, after: image, input: SourceCoordinates(topic: "t", partition: 0, offset: 0),
+            logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 0)
+        let read = try ChangelogRecords.change(of: message(change, offset: 0), as: Hashes.self)
+        #expect(read.before == state && read.after == state)
+    }
+
     @Test("a state record written as JSON by a version before binary images reads back like a binary one (rolling upgrade)")
     func legacyStateRecord() throws {
         let state = Counter(count: 7, note: "é")

@@ -207,9 +207,7 @@ public enum ChangelogRecords {
             switch kind.flatMap(Kind.init(rawValue:)) {
             case .state:
                 let image = try stateImage(of: message)
-                return .state(
-                    userId: image.userId, inputOffset: image.inputOffset,
-                    state: try StateCoding.decode(image.image, as: State.self))
+                return .state(userId: image.userId, inputOffset: image.inputOffset, state: try state(of: image, as: State.self))
             case .position:
                 let envelope = try decoder.decode(PositionEnvelope.self, from: Data(value))
                 guard let time = Timestamp(rfc3339: envelope.log_time) else {
@@ -236,8 +234,11 @@ public enum ChangelogRecords {
     public struct StateImage: Sendable {
         public var userId: String
         public var inputOffset: Int64
-        /// The state's image: binary, or canonical JSON from a version before binary images.
+        /// The state's image; for a record of a version before binary images (`isJSONEnvelope`),
+        /// the whole JSON envelope, decoded with the state's own type by `state(of:as:)`:
+        /// passing it through a generic JSON tree would round 64-bit hashes to doubles.
         public var image: [UInt8]
+        public var isJSONEnvelope: Bool
     }
 
     /// The user, input offset and undecoded image of a state record (binary or JSON envelope).
@@ -246,18 +247,11 @@ public enum ChangelogRecords {
             throw ReadError(description: "\(message.topicPartition)@\(message.offset): state record has no value")
         }
         if value.first == UInt8(ascii: "{") {
-            // A JSON envelope (versions before binary images): the state is its canonical JSON.
-            guard case .object(let envelope)? = try? JSONDecoder().decode(JSONValue.self, from: Data(value)),
-                  let userId = envelope["user_id"]?.stringValue, let inputOffset = envelope["input_offset"]?.intValue,
-                  let state = envelope["state"]
-            else {
-                throw ReadError(description: "\(message.topicPartition)@\(message.offset): JSON state record lacks user_id, input_offset or state")
+            struct Place: Decodable { var input_offset: Int64; var user_id: String }
+            guard let place = try? JSONDecoder().decode(Place.self, from: Data(value)) else {
+                throw ReadError(description: "\(message.topicPartition)@\(message.offset): JSON state record lacks user_id or input_offset")
             }
-            do {
-                return StateImage(userId: userId, inputOffset: inputOffset, image: try CanonicalJSONEncoder.encode(state))
-            } catch {
-                throw ReadError(description: "\(message.topicPartition)@\(message.offset): \(error)")
-            }
+            return StateImage(userId: place.user_id, inputOffset: place.input_offset, image: value, isJSONEnvelope: true)
         }
         guard let key = message.key else {
             throw ReadError(description: "\(message.topicPartition)@\(message.offset): state record has no key (user id)")
@@ -269,7 +263,23 @@ public enum ChangelogRecords {
         } catch {
             throw ReadError(description: "\(message.topicPartition)@\(message.offset): state record does not decode: \(error)")
         }
-        return StateImage(userId: String(decoding: key, as: UTF8.self), inputOffset: envelope.inputOffset, image: [UInt8](envelope.state))
+        return StateImage(
+            userId: String(decoding: key, as: UTF8.self), inputOffset: envelope.inputOffset, image: [UInt8](envelope.state),
+            isJSONEnvelope: false)
+    }
+
+    /// The state of a `stateImage(of:)`.
+    public static func state<State: Decodable>(of image: StateImage, as _: State.Type) throws(StateImageError) -> State {
+        guard image.isJSONEnvelope else { return try StateCoding.decode(image.image, as: State.self) }
+        do {
+            return try JSONDecoder().decode(StateEnvelope<State>.self, from: Data(image.image)).state
+        } catch {
+            throw StateImageError("JSON state record (\(image.image.count) bytes) does not decode: \(error)")
+        }
+    }
+
+    private struct StateEnvelope<State: Decodable>: Decodable {
+        var state: State
     }
 
     /// One `<worker>.history` record decoded: the user's state before and after the input record
@@ -311,16 +321,11 @@ public enum ChangelogRecords {
         guard let value = message.value else { throw ReadError(description: "\(place): history record has no value") }
         do {
             if value.first == UInt8(ascii: "{") {
-                let envelope = try JSONDecoder().decode(LegacyChange.self, from: Data(value))
+                let envelope = try JSONDecoder().decode(LegacyChange<State>.self, from: Data(value))
                 guard let time = Timestamp(rfc3339: envelope.log_time) else {
                     throw ReadError(description: "bad log_time '\(envelope.log_time)'")
                 }
-                func state(_ json: JSONValue) throws -> State {
-                    try StateCoding.decode(try CanonicalJSONEncoder.encode(json), as: State.self)
-                }
-                return Change(
-                    userId: envelope.user_id, before: try envelope.before.flatMap { $0 == .null ? nil : try state($0) },
-                    after: try state(envelope.after), input: envelope.input, logTime: time)
+                return Change(userId: envelope.user_id, before: envelope.before, after: envelope.after, input: envelope.input, logTime: time)
             }
             guard let key = message.key else { throw ReadError(description: "history record has no key (user id)") }
             let envelope = try Fleet_State_HistoryChange(serializedBytes: value)
@@ -338,10 +343,11 @@ public enum ChangelogRecords {
         }
     }
 
-    private struct LegacyChange: Decodable {
+    /// Decoded with the state's own type, never through a generic JSON tree (64-bit hashes).
+    private struct LegacyChange<State: Decodable>: Decodable {
         var user_id: String
-        var before: JSONValue?
-        var after: JSONValue
+        var before: State?
+        var after: State
         var input: SourceCoordinates
         var log_time: String
     }

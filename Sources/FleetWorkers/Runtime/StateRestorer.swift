@@ -143,9 +143,9 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                     states.reserveCapacity(chunk.images.count)
                     for (user, kept) in chunk.images {
                         do {
-                            states[user] = try StateCoding.decode(kept.image(), as: State.self)
+                            states[user] = try kept.state(as: State.self)
                         } catch {
-                            throw RestoreError(description: "\(kept.place): the state of user \(RecordError.quote(user)) does not decode: \(error)")
+                            throw RestoreError(description: "partition \(chunk.partition) offset \(kept.offset): the state of user \(RecordError.quote(user)) does not decode: \(error)")
                         }
                     }
                     return (chunk.partition, states)
@@ -160,14 +160,19 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         }
     }
 
-    /// A user's last committed image as read: the record's value and where the image lies in it
-    /// (the whole value for a JSON image of a version before binary images).
+    /// A user's last committed image as read: the record's value and where the image lies in it,
+    /// or the record read by the full reader (JSON envelopes of versions before binary images).
     struct KeptImage: Sendable {
         var value: [UInt8]
         var range: Range<Int>
-        var place: String
+        /// The record's offset in the changelog partition, for errors.
+        var offset: Int64
+        var read: ChangelogRecords.StateImage?
 
-        func image() -> [UInt8] { range == value.indices ? value : Array(value[range]) }
+        func state(as _: State.Type) throws(StateImageError) -> State {
+            if let read { return try ChangelogRecords.state(of: read, as: State.self) }
+            return try StateCoding.decode(Array(value[range]), as: State.self)
+        }
     }
 
     /// One partition's changelog read in offset order under the restore rule of `Builder`,
@@ -188,7 +193,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                let peek = ChangelogRecords.peekState(value), peek.format == ChangelogRecords.envelopeFormat {
                 guard peek.inputOffset < (committed ?? 0) else { return }
                 images[String(decoding: key, as: UTF8.self)] = KeptImage(
-                    value: value, range: peek.image, place: "\(message.topicPartition)@\(message.offset)")
+                    value: value, range: peek.image, offset: message.offset, read: nil)
                 return
             }
             if isState {
@@ -197,7 +202,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                 let image = try ChangelogRecords.stateImage(of: message)
                 guard image.inputOffset < (committed ?? 0) else { return }
                 images[image.userId] = KeptImage(
-                    value: image.image, range: image.image.indices, place: "\(message.topicPartition)@\(message.offset)")
+                    value: [], range: 0..<0, offset: message.offset, read: image)
                 return
             }
             switch try ChangelogRecords.entry(of: message, as: State.self) {
