@@ -213,13 +213,15 @@ let package = Package(
         .testTarget(
             name: "FleetWorkersTests",
             dependencies: [
-                "FleetWorkers", "FleetModel", "DeliveryPolicy", "UpstreamProcessors", "FleetTestSupport",
+                "FleetWorkers", "FleetModel", "DeliveryPolicy", "UpstreamProcessors", "FleetTestSupport", "FleetSimulation",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The state image corpus, read from the checkout (StateImageCorpusTests).
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "KafkaTests",

@@ -11,7 +11,7 @@
 /// The binary images a stateful worker writes to `<worker>.state` and `<worker>.history`
 /// (DESIGN.md principles 5 and 6). The four output topics stay JSON; only these images are binary.
 ///
-/// Rules every change to this file must keep (Tests/StateImagesTests/Fixtures holds images each
+/// Rules every change to this file must keep (Tests/FleetWorkersTests/Fixtures/state-images holds images each
 /// released version wrote, and every later version must decode them):
 /// - Field 1 of every top-level message is `format`, the image's format version. A reader refuses
 ///   an image whose format it does not know, with an error naming it; it never guesses.
