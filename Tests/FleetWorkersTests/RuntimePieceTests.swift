@@ -2,6 +2,7 @@ import FleetModel
 @testable import FleetWorkers
 import Foundation
 import Kafka
+import PropertyBased
 import Testing
 import UpstreamProcessors
 
@@ -105,6 +106,25 @@ struct RuntimePieceTests {
             userId: "u1", before: nil, after: try StateCoding.encode(Counter(count: 1, note: "")), input: input,
             logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 3)
         #expect(counter.value == legacy.value)
+    }
+
+    @Test("restore's in-place envelope reader agrees with the full decoder on every envelope, and on any bytes returns nil or a range inside them, never traps")
+    func peekAgreesAndNeverTraps() async {
+        await propertyCheck(count: 400, input: zip(Gen.int64(in: -1...Int64.max), Gen.uint8(in: 0...255).array(of: 0...300))) { offset, bytes in
+            let record = ChangelogRecords.state(userId: "u", image: [0x08, 0x01] + bytes, inputOffset: offset, topic: "s", partition: 0)
+            let value = record.value ?? []
+            let peek = ChangelogRecords.peekState(value)
+            #expect(peek?.inputOffset == offset && peek?.format == ChangelogRecords.envelopeFormat)
+            #expect(peek.map { Array(value[$0.image]) } == [0x08, 0x01] + bytes)
+            let full = try ChangelogRecords.stateImage(of: message(record, offset: 0))
+            #expect(full.inputOffset == offset && full.image == [0x08, 0x01] + bytes)
+            // Junk: the bytes alone, and the envelope cut anywhere.
+            for junk in [bytes, Array(value.prefix(bytes.count / 2)), Array(value.dropLast())] {
+                if let found = ChangelogRecords.peekState(junk) {
+                    #expect(found.image.lowerBound >= 0 && found.image.upperBound <= junk.count)
+                }
+            }
+        }
     }
 
     struct Hashes: Codable, Hashable, Sendable {
