@@ -197,14 +197,7 @@ extension DeliveryState: BinaryStateImage {
     }
 
     private static func intent(_ m: Fleet_State_PendingIntent, _ field: String) throws(StateImageError) -> PendingIntent {
-        var data: JSONObject = [:]
-        if !m.data.isEmpty {
-            do {
-                data = try JSONDecoder().decode(JSONObject.self, from: m.data)
-            } catch {
-                throw StateImageError("\(field).data is not a JSON object: \(error)")
-            }
-        }
+        let data = m.data.isEmpty ? [:] : try StateImageFormat.jsonObject([UInt8](m.data), "\(field).data")
         return PendingIntent(
             id: m.id, type: m.type, data: data, expiresAt: m.hasExpiresAt ? Timestamp(millisecondsSinceEpoch: m.expiresAt) : nil,
             arrivedAt: Timestamp(millisecondsSinceEpoch: m.arrivedAt))

@@ -66,7 +66,13 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
 
         var configuration = consumerConfiguration
         configuration["enable.partition.eof"] = "false"
-        let consumer = try KafkaConsumer(configuration: configuration, maxBatchSize: 5000, logger: logger)
+        // A restore reads whole partitions as fast as the broker serves them: fetch large
+        // (librdkafka's defaults, 1 MiB a partition per fetch, made a million-user restore
+        // wait on round trips). `KAFKA_*` settings win.
+        for (property, value) in Self.restoreFetch where configuration[property] == nil {
+            configuration[property] = value
+        }
+        let consumer = try KafkaConsumer(configuration: configuration, maxBatchSize: 20_000, logger: logger)
         try await consumer.assign(Dictionary(uniqueKeysWithValues: partitions.map {
             (TopicPartition(stateTopic, $0), KafkaConsumer.beginning)
         }))
@@ -123,6 +129,11 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         return restored
     }
 
+    /// Fetch sizes of the restore's reader.
+    static var restoreFetch: [String: String] {
+        ["max.partition.fetch.bytes": "16777216", "fetch.max.bytes": "67108864", "queued.max.messages.kbytes": "262144"]
+    }
+
     /// Decodes the kept images of every partition, in chunks spread over the cores (a restore
     /// of several partitions, or of one large one, is bound by decoding once reading is cheap).
     static func decode(_ collectors: [Int32: ImageCollector]) async throws -> [Int32: [String: State]] {
@@ -136,14 +147,14 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                 start += chunkSize
             }
         }
-        return try await withThrowingTaskGroup(of: (Int32, [String: State]).self) { group in
+        return try await withThrowingTaskGroup(of: (Int32, [(String, State)]).self) { group in
             for chunk in chunks {
                 group.addTask {
-                    var states: [String: State] = [:]
+                    var states: [(String, State)] = []
                     states.reserveCapacity(chunk.images.count)
                     for (user, kept) in chunk.images {
                         do {
-                            states[user] = try kept.state(as: State.self)
+                            states.append((user, try kept.state(as: State.self)))
                         } catch {
                             throw RestoreError(description: "partition \(chunk.partition) offset \(kept.offset): the state of user \(RecordError.quote(user)) does not decode: \(error)")
                         }
@@ -152,9 +163,14 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                 }
             }
             var result: [Int32: [String: State]] = [:]
-            for partition in collectors.keys { result[partition] = [:] }
+            for (partition, collector) in collectors {
+                var states: [String: State] = [:]
+                states.reserveCapacity(collector.images.count)
+                result[partition] = states
+            }
             for try await (partition, states) in group {
-                result[partition]?.merge(states) { _, new in new }
+                // Each user is in exactly one chunk: plain inserts into storage reserved above.
+                for (user, state) in states { result[partition]?[user] = state }
             }
             return result
         }
