@@ -36,6 +36,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
         // librdkafka from the system (Debian: librdkafka-dev).
@@ -59,11 +60,20 @@ let package = Package(
             dependencies: [.product(name: "Collections", package: "swift-collections")],
             swiftSettings: strict
         ),
+        // The binary state images' schema (Protos/fleet_state.proto) and its generated code
+        // (scripts/generate-protos; committed, never generated in the build).
+        .target(
+            name: "StateImages",
+            dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            swiftSettings: strict
+        ),
         // The delivery worker's decisions: pure engine + policy profiles.
         .target(
             name: "DeliveryPolicy",
             dependencies: [
                 "FleetModel",
+                "StateImages",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Collections", package: "swift-collections"),
             ],
@@ -75,6 +85,8 @@ let package = Package(
             name: "UpstreamProcessors",
             dependencies: [
                 "FleetModel",
+                "StateImages",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict
@@ -100,6 +112,8 @@ let package = Package(
                 "UpstreamProcessors",
                 "DeliveryPolicy",
                 "FleetSimulation",
+                "StateImages",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -199,13 +213,15 @@ let package = Package(
         .testTarget(
             name: "FleetWorkersTests",
             dependencies: [
-                "FleetWorkers", "FleetModel", "DeliveryPolicy", "UpstreamProcessors", "FleetTestSupport",
+                "FleetWorkers", "FleetModel", "DeliveryPolicy", "UpstreamProcessors", "FleetTestSupport", "FleetSimulation",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The state image corpus, read from the checkout (StateImageCorpusTests).
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "KafkaTests",

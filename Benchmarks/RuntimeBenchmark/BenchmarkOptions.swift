@@ -14,6 +14,9 @@ struct BenchmarkOptions {
     var digest: Bool
     /// `RESTORE=0`: stop after the fold (for experiments that break the changelog).
     var restore: Bool
+    /// `RESTORE_USERS=1000000`: users of the one-partition restore (`SinglePartitionRestore`);
+    /// 0 skips it.
+    var restoreUsers: Int
     /// `FLEET_*` and `KAFKA_*` variables of this process, passed to the runtime on top of the
     /// benchmark's defaults (e.g. `FLEET_BATCH_MAX_RECORDS=2000` to try another batch size).
     var runtimeOverrides: [String: String]
@@ -23,7 +26,7 @@ struct BenchmarkOptions {
     }
 
     static let usage = """
-        usage: BROKERS=host:port [N=200000] [PARTITIONS=4] [MODE=at_least_once|exactly_once] [DIGEST=1] [RESTORE=0] RuntimeBenchmark
+        usage: BROKERS=host:port [N=200000] [PARTITIONS=4] [MODE=at_least_once|exactly_once] [DIGEST=1] [RESTORE=0] [RESTORE_USERS=1000000] RuntimeBenchmark
         Any FLEET_* or KAFKA_* variable is passed to the runtime (defaults: the worker's, ticks off).
         """
 
@@ -46,6 +49,10 @@ struct BenchmarkOptions {
         self.guarantee = guarantee
         self.digest = environment["DIGEST"] == "1"
         self.restore = environment["RESTORE"] != "0"
+        guard let restoreUsers = Int(environment["RESTORE_USERS"] ?? "1000000"), restoreUsers >= 0 else {
+            throw Invalid(description: "RESTORE_USERS must be a whole number\n\(Self.usage)")
+        }
+        self.restoreUsers = restoreUsers
         self.runtimeOverrides = environment.filter { $0.key.hasPrefix("FLEET_") || $0.key.hasPrefix("KAFKA_") }
         runtimeOverrides["FLEET_KAFKA_BOOTSTRAP"] = nil
     }

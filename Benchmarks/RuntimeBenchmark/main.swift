@@ -114,10 +114,46 @@ func measure() async throws {
         percentile(latencies, 0.5) * 1000, (latencies.last ?? 0) * 1000,
         100 * (folded.finishCPU - folded.startCPU) / foldSeconds))
     print("outputs: " + folded.out.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+    // Issue #13: CPU and bytes per input (FLEET_STATE_IMAGES=json gives the build before
+    // binary images' figures in the same run).
+    let cpuSeconds = folded.finishCPU - folded.startCPU
+    print(String(format: "RESULT cpu_%@ state_images=%@ cpu_secs=%.3f timed_inputs=%d cpu_secs_per_1000_inputs=%.4f",
+                 options.guarantee.rawValue, settings.stateImages.rawValue, cpuSeconds, timed, 1000 * cpuSeconds / Double(max(1, timed))))
+    var stateHistoryBytes = 0
+    var allBytes = 0
+    for (topic, count) in folded.out.sorted(by: { $0.key < $1.key }) {
+        let bytes = try await TopicBytes.read(topic: topic, count: count, brokers: options.brokers, namespace: namespace, partitions: options.partitions)
+        allBytes += bytes.bytes
+        if topic == Worker.delivery.stateTopic || topic == Worker.delivery.historyTopic { stateHistoryBytes += bytes.bytes }
+        print(String(format: "RESULT bytes_%@ state_images=%@ topic=%@ records=%d records_per_input=%.3f bytes_per_input=%.1f",
+                     options.guarantee.rawValue, settings.stateImages.rawValue, topic, bytes.records,
+                     Double(bytes.records) / Double(folded.folded), Double(bytes.bytes) / Double(folded.folded)))
+    }
+    print(String(format: "RESULT bytes_total_%@ state_images=%@ state_history_bytes_per_input=%.1f all_bytes_per_input=%.1f",
+                 options.guarantee.rawValue, settings.stateImages.rawValue,
+                 Double(stateHistoryBytes) / Double(folded.folded), Double(allBytes) / Double(folded.folded)))
     if options.digest {
         for line in try await OutputDigest.lines(
             expected: folded.out, brokers: options.brokers, namespace: namespace, partitions: options.partitions) {
             print(line)
+        }
+    }
+
+    // MARK: Restore of one large partition (issue #13)
+
+    if options.restoreUsers > 0 {
+        let pool = try SinglePartitionRestore.statePool(inbox)
+        let encodings = (ProcessInfo.processInfo.environment["RESTORE_IMAGES"] ?? "json binary")
+            .split(separator: " ").compactMap { StateImageEncoding(rawValue: String($0)) }
+        for encoding in encodings {
+            note("restoring \(options.restoreUsers) users from one partition, \(encoding.rawValue) images (\(pool.count) distinct states)")
+            let result = try await SinglePartitionRestore.run(
+                users: options.restoreUsers, encoding: encoding, pool: pool, brokers: options.brokers, namespace: namespace,
+                admin: admin, logger: logger)
+            print(String(
+                format: "RESULT restore_1p images=%@ users=%d changelog_records=%d bytes_per_record=%.1f secs=%.3f states_per_s=%.0f cpu_secs=%.2f every_record_reader_secs=%.3f every_record_reader_states_per_s=%.0f",
+                encoding.rawValue, result.users, result.records, Double(result.bytes) / Double(result.records), result.seconds,
+                result.statesPerSecond, result.cpuSeconds, result.everyRecordSeconds, Double(result.users) / result.everyRecordSeconds))
         }
     }
 

@@ -67,6 +67,9 @@ public enum WorkerEnvironment {
     public static let crashDrill = Variable(
         name: "FLEET_CRASH_DRILL_AFTER_UNITS", defaultValue: nil,
         meaning: "Crash drill, never set in production: after producing its n-th commit unit and before committing it, the worker SIGKILLs itself, so a drill (or the crash-equivalence tests) hits the produce-to-commit window for certain.")
+    public static let stateImages = Variable(
+        name: "FLEET_STATE_IMAGES", defaultValue: "binary",
+        meaning: "How state images go to `<worker>.state` and `<worker>.history`: `binary` (versioned protobuf), or `json` as builds before binary images wrote them, so the fleet can still be rolled back to such a build during an upgrade. Both are always read.")
     public static let kafkaPassThrough = Variable(
         name: "KAFKA_*", defaultValue: nil,
         meaning: "Any librdkafka property: KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol (lowercase, _ → .).")
@@ -74,7 +77,7 @@ public enum WorkerEnvironment {
     public static let all: [Variable] = [
         bootstrapServers, groupId, instanceId, guarantee, commitInterval, tickInterval, batchMaxRecords,
         httpPort, httpHost, profile, metadataCheckInterval, topicPrefix, logLevel, maxRecordBytes, maxOutputBytes,
-        maxStateBytes, poisonAttempts, stallUnits, crashDrill, kafkaPassThrough,
+        maxStateBytes, poisonAttempts, stallUnits, crashDrill, stateImages, kafkaPassThrough,
     ]
 }
 
@@ -114,6 +117,8 @@ public struct WorkerSettings: Sendable {
     /// The commit unit after whose produce the worker kills itself (a crash drill); `nil`, the
     /// default, in production.
     public var crashDrillAfterUnits: Int?
+    /// How state images are written (`FLEET_STATE_IMAGES`).
+    public var stateImages: StateImageEncoding
 
     public init(worker: Worker, environment: [String: String]) throws(SettingsError) {
         func value(_ v: WorkerEnvironment.Variable) -> String? {
@@ -156,6 +161,11 @@ public struct WorkerSettings: Sendable {
         self.poisonAttempts = try positiveInt(WorkerEnvironment.poisonAttempts)
         self.stallUnits = try positiveInt(WorkerEnvironment.stallUnits)
         self.crashDrillAfterUnits = value(WorkerEnvironment.crashDrill) == nil ? nil : try positiveInt(WorkerEnvironment.crashDrill)
+        let imagesText = value(WorkerEnvironment.stateImages) ?? ""
+        guard let stateImages = StateImageEncoding(rawValue: imagesText) else {
+            throw SettingsError("FLEET_STATE_IMAGES must be binary or json, got '\(imagesText)'")
+        }
+        self.stateImages = stateImages
     }
 
     /// The record contract's sizes from `FLEET_MAX_RECORD_BYTES`, `FLEET_MAX_OUTPUT_BYTES` and

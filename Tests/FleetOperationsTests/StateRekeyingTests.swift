@@ -28,7 +28,7 @@ struct StateRekeyingTests {
 
         mutating func state(_ user: String, _ n: Int, input: Int64, partition: Int32) throws {
             append(ChangelogRecords.state(
-                userId: user, stateJSON: try StateCoding.encode(Counter(n: n)), inputOffset: input,
+                userId: user, image: try StateCoding.encode(Counter(n: n)), inputOffset: input,
                 topic: StateRekeyingTests.stateTopic, partition: partition), partition: partition)
         }
 

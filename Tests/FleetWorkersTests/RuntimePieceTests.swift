@@ -2,7 +2,9 @@ import FleetModel
 @testable import FleetWorkers
 import Foundation
 import Kafka
+import PropertyBased
 import Testing
+import UpstreamProcessors
 
 /// The runtime's pure pieces, without a broker: topic checks, changelog records, the restore
 /// rule, provenance headers.
@@ -51,7 +53,7 @@ struct RuntimePieceTests {
     func changelogRoundTrip() throws {
         let state = Counter(count: 3, note: #"quote " slash / newline \#n"#)
         let stateRecord = ChangelogRecords.state(
-            userId: "u/1", stateJSON: try StateCoding.encode(state), inputOffset: 41, topic: "s", partition: 2)
+            userId: "u/1", image: try StateCoding.encode(state), inputOffset: 41, topic: "s", partition: 2)
         #expect(stateRecord.partition == 2)
         guard case .state(let user, let offset, let decoded) = try ChangelogRecords.entry(of: message(stateRecord, offset: 0), as: Counter.self)
         else { Issue.record("not a state"); return }
@@ -74,16 +76,85 @@ struct RuntimePieceTests {
         #expect(throws: ChangelogRecords.ReadError.self) { try ChangelogRecords.entry(of: broken, as: Counter.self) }
     }
 
-    @Test("the history record holds before, after and the input's coordinates, as canonical JSON")
+    @Test("the history record holds before, after and the input's coordinates; binary now, JSON as versions before wrote it, both read back")
     func historyRecord() throws {
-        let record = ChangelogRecords.change(
-            userId: "u1", before: nil, after: Array(#"{"count":1}"#.utf8),
-            input: SourceCoordinates(topic: "rin.delivery.inbox", partition: 3, offset: 99),
+        let input = SourceCoordinates(topic: "rin.delivery.inbox", partition: 3, offset: 99)
+        let legacy = ChangelogRecords.legacyJSONChange(
+            userId: "u1", before: nil, after: Array(#"{"count":1,"note":""}"#.utf8), input: input,
             logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 3)
-        let text = String(decoding: record.value ?? [], as: UTF8.self)
-        #expect(text == #"{"after":{"count":1},"before":null,"input":{"offset":99,"partition":3,"topic":"rin.delivery.inbox"},"input_offset":99,"log_time":"2026-11-21T09:00:00Z","user_id":"u1","v":1}"#)
+        let text = String(decoding: legacy.value ?? [], as: UTF8.self)
+        #expect(text == #"{"after":{"count":1,"note":""},"before":null,"input":{"offset":99,"partition":3,"topic":"rin.delivery.inbox"},"input_offset":99,"log_time":"2026-11-21T09:00:00Z","user_id":"u1","v":1}"#)
         // It is valid JSON.
         #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [String: Any])
+
+        // A state with a binary image gets the binary envelope; one without (Counter) the JSON one.
+        var before = ScoreState()
+        before.lastBatchId = "b-1"
+        var after = before
+        after.lastScore = 64
+        let binary = ChangelogRecords.change(
+            userId: "u1", before: try StateCoding.encode(before), after: try StateCoding.encode(after), input: input,
+            logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 3)
+        #expect(binary.value?.first != UInt8(ascii: "{"))
+        let old = try ChangelogRecords.change(of: message(legacy, offset: 0), as: Counter.self)
+        #expect(old.userId == "u1" && old.before == nil && old.after == Counter(count: 1, note: "") && old.input == input)
+        let new = try ChangelogRecords.change(of: message(binary, offset: 1), as: ScoreState.self)
+        #expect(new.userId == "u1" && new.before == before && new.after == after)
+        #expect(new.input == input && new.logTime == .at("2026-11-21T09:00:00Z"))
+        #expect(try ChangelogRecords.changePlace(of: message(binary, offset: 1)).input == input)
+        let counter = ChangelogRecords.change(
+            userId: "u1", before: nil, after: try StateCoding.encode(Counter(count: 1, note: "")), input: input,
+            logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 3)
+        #expect(counter.value == legacy.value)
+    }
+
+    @Test("restore's in-place envelope reader agrees with the full decoder on every envelope, and on any bytes returns nil or a range inside them, never traps")
+    func peekAgreesAndNeverTraps() async {
+        await propertyCheck(count: 400, input: zip(Gen.int64(in: -1...Int64.max), Gen.uint8(in: 0...255).array(of: 0...300))) { offset, bytes in
+            let record = ChangelogRecords.state(userId: "u", image: [0x08, 0x01] + bytes, inputOffset: offset, topic: "s", partition: 0)
+            let value = record.value ?? []
+            let peek = ChangelogRecords.peekState(value)
+            #expect(peek?.inputOffset == offset && peek?.format == ChangelogRecords.envelopeFormat)
+            #expect(peek.map { Array(value[$0.image]) } == [0x08, 0x01] + bytes)
+            let full = try ChangelogRecords.stateImage(of: message(record, offset: 0))
+            #expect(full.inputOffset == offset && full.image == [0x08, 0x01] + bytes)
+            // Junk: the bytes alone, and the envelope cut anywhere.
+            for junk in [bytes, Array(value.prefix(bytes.count / 2)), Array(value.dropLast())] {
+                if let found = ChangelogRecords.peekState(junk) {
+                    #expect(found.image.lowerBound >= 0 && found.image.upperBound <= junk.count)
+                }
+            }
+        }
+    }
+
+    struct Hashes: Codable, Hashable, Sendable {
+        var hash: UInt64
+    }
+
+    @Test("JSON records of the build before keep 64-bit numbers exact when restored and read as history (no generic JSON tree)")
+    func legacyRecordsKeepHashes() async throws {
+        let state = Hashes(hash: UInt64.max - 12_345)
+        let image = try StateCoding.encode(state)
+        let record = ChangelogRecords.legacyJSONState(userId: "u", stateJSON: image, inputOffset: 0, topic: "s", partition: 0)
+        var collector = StateRestorer<Hashes>.ImageCollector(committed: 1)
+        try collector.read(message(record, offset: 0))
+        let restored = try await StateRestorer<Hashes>.decode([0: collector])
+        #expect(restored[0]?["u"] == state)
+        let change = ChangelogRecords.legacyJSONChange(
+            userId: "u", before: image, after: image, input: SourceCoordinates(topic: "t", partition: 0, offset: 0),
+            logTime: .at("2026-11-21T09:00:00Z"), topic: "h", partition: 0)
+        let read = try ChangelogRecords.change(of: message(change, offset: 0), as: Hashes.self)
+        #expect(read.before == state && read.after == state)
+    }
+
+    @Test("a state record written as JSON by a version before binary images reads back like a binary one (rolling upgrade)")
+    func legacyStateRecord() throws {
+        let state = Counter(count: 7, note: "é")
+        let legacy = ChangelogRecords.legacyJSONState(
+            userId: "u/2", stateJSON: try StateCoding.encode(state), inputOffset: 12, topic: "s", partition: 0)
+        guard case .state(let user, let offset, let decoded) = try ChangelogRecords.entry(of: message(legacy, offset: 0), as: Counter.self)
+        else { Issue.record("not a state"); return }
+        #expect(user == "u/2" && offset == 12 && decoded == state)
     }
 
     @Test("restore keeps per user the last state below the committed offset; later ones came from an uncommitted attempt (principle 5)")

@@ -51,9 +51,9 @@ struct ReplayTests {
         func partition(of user: String) -> Int32 { KeyPartitioner.partition(forKey: user, partitions: Int(fleet.partitions)) }
     }
 
-    static func record() async throws -> Recording {
+    static func record(_ overrides: [String: String] = [:]) async throws -> Recording {
         let fleet = try await FleetHarness.make(partitions: 2)
-        let worker = try fleet.start(.delivery, try DeliveryEngine(profile: PolicyProfile.shipped("rin")))
+        let worker = try fleet.start(.delivery, try DeliveryEngine(profile: PolicyProfile.shipped("rin")), overrides)
         defer { worker.cancel() }
         let log = traffic()
         try await fleet.produce(log, to: Topics.deliveryInbox)
@@ -110,6 +110,18 @@ struct ReplayTests {
         let suppressions = report.replayedOutputs.filter { String(decoding: $0.value, as: UTF8.self).contains(#""rule":"P-BUD-1""#) && String(decoding: $0.value, as: UTF8.self).contains(#""suppressed""#) }
         let suppressed = suppressions.count
         #expect(suppressed > 0)
+    }
+
+    @Test("a range recorded with JSON images (the build before binary images) replays as identical on this build, history included")
+    func jsonRecordedRangeIsIdentical() async throws {
+        let recording = try await Self.record(["FLEET_STATE_IMAGES": "json"])
+        defer { Task { await recording.fleet.tearDown() } }
+        let report = try await recording.replay.run(FleetReplay.Request(
+            worker: .delivery, scope: .partition(recording.partition(of: "maya")), from: .time(.at("\(Self.day)T11:30:00Z")),
+            to: nil, baseline: recording.rin, candidate: nil))
+        #expect(report.isIdentical, "\(report.render(worker: .delivery, details: false))")
+        guard case .comparison(let comparison) = report.verdict else { Issue.record("expected a comparison"); return }
+        #expect(comparison.compared > report.recordsReplayed)
     }
 
     @Test("replaying one user over an offset range is identical and compares only that user's records")

@@ -71,8 +71,49 @@ struct RuntimeTests {
         let kinds = state.map { String(decoding: $0.header(ChangelogRecords.kindHeader) ?? [], as: UTF8.self) }
         #expect(kinds.contains("state") && kinds.contains("position") && kinds.contains("marker"))
         let history = try await fleet.read(Worker.delivery.historyTopic, count: 1, timeout: .seconds(5))
-        let change = try #require(history.first?.value.map { String(decoding: $0, as: UTF8.self) })
-        #expect(change.hasPrefix(#"{"after":{"#) && change.contains(#""before":null"#) && change.contains(#""input_offset":0"#))
+        let change = try ChangelogRecords.change(of: try #require(history.first), as: DeliveryState.self)
+        #expect(change.userId == "u-restore" && change.before == nil && change.input.offset == 0)
+    }
+
+    @Test("rolling upgrade: a changelog of JSON images (as the build before binary images wrote it) restores, binary images follow, and every output byte is the fold's")
+    func rollingUpgradeFromJSONImages() async throws {
+        let fleet = try await FleetHarness.make(partitions: 1)
+        defer { Task { await fleet.tearDown() } }
+        let log = Self.dayOfIntents(user: "u-upgrade")
+        let outputs = Self.expectedOutputs(log)
+
+        // The JSON-writing build: FLEET_STATE_IMAGES=json writes its exact changelog and history bytes.
+        let old = try fleet.start(.delivery, Self.engine, ["FLEET_STATE_IMAGES": "json"])
+        try await fleet.produce(Array(log.prefix(3)), to: Topics.deliveryInbox)
+        let beforeStop = Self.decisions(Self.expectedOutputs(Array(log.prefix(3)))).count
+        #expect(try await fleet.records(Topics.decisions, count: beforeStop).count == beforeStop)
+        old.cancel()
+        _ = await old.result
+        let jsonStates = try await fleet.read(Worker.delivery.stateTopic, count: 1_000, timeout: .seconds(3))
+            .filter { $0.header(ChangelogRecords.kindHeader) == Array("state".utf8) }
+        #expect(!jsonStates.isEmpty && jsonStates.allSatisfy { $0.value?.first == UInt8(ascii: "{") })
+
+        // The new build restores those images and goes on.
+        let new = try fleet.start(.delivery, Self.engine, ["FLEET_INSTANCE_ID": "second"])
+        defer { new.cancel() }
+        try await fleet.produce(Array(log.dropFirst(3)), to: Topics.deliveryInbox)
+        for topic in [Topics.decisions, Topics.deliveries] {
+            let expected = outputs.filter { $0.topic == topic }.map { RecordCodec.encode($0.record) }
+            let written = try await fleet.read(topic, count: expected.count).map { $0.value ?? [] }
+            #expect(written == expected, "\(topic)")
+        }
+        let states = try await fleet.read(Worker.delivery.stateTopic, count: 1_000, timeout: .seconds(3))
+            .filter { $0.header(ChangelogRecords.kindHeader) == Array("state".utf8) }
+        #expect(states.count > jsonStates.count)
+        #expect(states.dropFirst(jsonStates.count).allSatisfy { $0.value?.first != UInt8(ascii: "{") })
+        // Every image, old and new, reads back.
+        for message in states {
+            guard case .state(let user, _, _) = try ChangelogRecords.entry(of: message, as: DeliveryState.self) else {
+                Issue.record("not a state record")
+                continue
+            }
+            #expect(user == "u-upgrade")
+        }
     }
 
     @Test("exactly-once: outputs, state and offsets commit in transactions; the output equals the fold (principle 4)")

@@ -76,15 +76,28 @@ struct IdempotencyMemory: Hashable, Sendable {
     }
 }
 
-extension IdempotencyMemory: Codable {
-    /// Packed as base64 of 12 bytes per id (hash, minute; little-endian).
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        let text = try c.decode(String.self)
-        guard let data = Data(base64Encoded: text), data.count % 12 == 0 else {
-            throw DecodingError.dataCorruptedError(in: c, debugDescription: "idempotency memory is not packed base64")
+extension IdempotencyMemory {
+    /// 12 bytes per id, oldest first: the hash (8 bytes) and the minute (4 bytes), little-endian.
+    /// The JSON image holds them as base64; the binary image as they are.
+    func packed() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(entries.count * 12)
+        for entry in entries {
+            for k in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: entry.hash >> (8 * UInt64(k)))) }
+            for k in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: entry.minute >> (8 * UInt32(k)))) }
         }
-        let bytes = [UInt8](data)
+        return bytes
+    }
+
+    /// Reads `packed()`; refuses a length that is not a whole number of ids, or more ids than
+    /// a memory ever holds.
+    init(packed bytes: [UInt8]) throws(StateImageError) {
+        guard bytes.count % 12 == 0 else {
+            throw StateImageError("idempotency memory: \(bytes.count) bytes is not a whole number of 12-byte ids")
+        }
+        guard bytes.count / 12 <= Self.capacity else {
+            throw StateImageError("idempotency memory: \(bytes.count / 12) ids, more than the \(Self.capacity) it holds")
+        }
         var entries: Deque<Entry> = []
         entries.reserveCapacity(bytes.count / 12)
         var i = 0
@@ -98,15 +111,21 @@ extension IdempotencyMemory: Codable {
         }
         self.entries = entries
     }
+}
+
+extension IdempotencyMemory: Codable {
+    /// Packed as base64 of 12 bytes per id (hash, minute; little-endian).
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        let text = try c.decode(String.self)
+        guard let data = Data(base64Encoded: text), data.count % 12 == 0 else {
+            throw DecodingError.dataCorruptedError(in: c, debugDescription: "idempotency memory is not packed base64")
+        }
+        self = try Self(packed: [UInt8](data))
+    }
 
     func encode(to encoder: any Encoder) throws {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(entries.count * 12)
-        for entry in entries {
-            for k in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: entry.hash >> (8 * UInt64(k)))) }
-            for k in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: entry.minute >> (8 * UInt32(k)))) }
-        }
         var c = encoder.singleValueContainer()
-        try c.encode(Data(bytes).base64EncodedString())
+        try c.encode(Data(packed()).base64EncodedString())
     }
 }

@@ -231,26 +231,15 @@ private struct HistoryChanges {
         var logTime: Timestamp?
     }
 
-    private struct Envelope: Decodable {
-        var after: DeliveryState
-        var before: DeliveryState?
-        var input: SourceCoordinates
-        var log_time: String
-    }
-
     var byPosition: [SourceCoordinates: Change] = [:]
 
     init(_ messages: [KafkaMessage]) {
-        let decoder = JSONDecoder()
         for message in messages {
-            let kind = message.header(ChangelogRecords.kindHeader).map { String(decoding: $0, as: UTF8.self) }
-            guard kind == ChangelogRecords.Kind.change.rawValue, let value = message.value,
-                  let envelope = try? decoder.decode(Envelope.self, from: Data(value)),
-                  Topics.generationBase(of: envelope.input.topic).base == Topics.deliveryInbox,
-                  byPosition[envelope.input] == nil
+            guard let change = try? ChangelogRecords.change(of: message, as: DeliveryState.self),
+                  Topics.generationBase(of: change.input.topic).base == Topics.deliveryInbox,
+                  byPosition[change.input] == nil
             else { continue }
-            byPosition[envelope.input] = Change(
-                before: envelope.before, after: envelope.after, logTime: Timestamp(rfc3339: envelope.log_time))
+            byPosition[change.input] = Change(before: change.before, after: change.after, logTime: change.logTime)
         }
     }
 }

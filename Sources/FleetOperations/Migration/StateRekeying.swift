@@ -57,7 +57,7 @@ public enum StateRekeying {
         for user in states.keys.sorted() {
             guard let state = states[user] else { continue }
             records.append(ChangelogRecords.state(
-                userId: user, stateJSON: try StateCoding.encode(state), inputOffset: ChangelogRecords.migratedInputOffset,
+                userId: user, image: try StateCoding.encode(state), inputOffset: ChangelogRecords.migratedInputOffset,
                 topic: physical, partition: KeyPartitioner.partition(forKey: user, partitions: partitions)))
         }
         if let logTime {
@@ -84,7 +84,7 @@ public enum StateRekeying {
             let origin = "\(message.topic):\(message.partition):\(message.offset)"
             guard !alreadyCopied.contains(origin), let key = message.key, let value = message.value else { continue }
             // History partition p holds the changes of log partition p (co-partitioned).
-            if let inputOffset = inputOffset(of: value), let cut = cuts[message.partition], inputOffset >= cut {
+            if let inputOffset = try? ChangelogRecords.changePlace(of: message).input.offset, let cut = cuts[message.partition], inputOffset >= cut {
                 continue
             }
             copies.append(ProducerRecord(
@@ -106,11 +106,6 @@ public enum StateRekeying {
 
     private static func kind(of message: KafkaMessage) -> String? {
         message.header(ChangelogRecords.kindHeader).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    private static func inputOffset(of value: [UInt8]) -> Int64? {
-        struct Envelope: Decodable { var input_offset: Int64 }
-        return try? JSONDecoder().decode(Envelope.self, from: Data(value)).input_offset
     }
 
     /// A state type for reading records whose state is not needed (cuts).

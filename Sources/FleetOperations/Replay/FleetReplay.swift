@@ -99,9 +99,13 @@ public struct FleetReplay: Sendable {
             let replayedRecords = replayed.records.filter { user == nil || $0.userId == user }
             verdict = .whatIf(WhatIfSummary(recorded: recorded.records, replayed: replayedRecords, intentTypes: read.intentTypes))
         } else {
+            // A change recorded with JSON images (before the upgrade to binary images, or under
+            // FLEET_STATE_IMAGES=json) is compared with the replay's change in that form.
+            let jsonRecorded = Set(recorded.history.filter { $0.value.first == UInt8(ascii: "{") }.map(\.key))
+            let history = replayed.history.map { jsonRecorded.contains($0.key) ? replayed.jsonHistory[$0.key] ?? $0 : $0 }
             verdict = .comparison(ReplayComparison(
                 recorded: recorded.outputs + recorded.history,
-                replayed: replayed.outputs.filter(mine) + replayed.history.filter(mine)))
+                replayed: replayed.outputs.filter(mine) + history.filter(mine)))
         }
         return Report(
             topics: topics, range: read.range, recordsReplayed: read.rangeLog.count, verdict: verdict,

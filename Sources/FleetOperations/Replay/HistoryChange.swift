@@ -16,31 +16,15 @@ public struct HistoryChange<State: Codable & Hashable & Sendable>: Sendable {
         self.userId = userId; self.inputOffset = inputOffset; self.before = before; self.after = after; self.logTime = logTime
     }
 
-    /// Decodes a history record; throws naming the record when it is not one.
+    /// Decodes a history record (binary, or JSON from a version before binary images); throws
+    /// naming the record when it is not one.
     public init(_ message: KafkaMessage) throws(ReplayError) {
-        let place = "\(message.topic)[\(message.partition)]@\(message.offset)"
-        let kind = message.header(ChangelogRecords.kindHeader).map { String(decoding: $0, as: UTF8.self) }
-        guard kind == ChangelogRecords.Kind.change.rawValue else {
-            throw ReplayError("\(place): header \(ChangelogRecords.kindHeader) is '\(kind ?? "missing")', not a history change")
-        }
-        guard let value = message.value else { throw ReplayError("\(place): history record has no value") }
-        let envelope: Envelope
+        let change: ChangelogRecords.Change<State>
         do {
-            envelope = try JSONDecoder().decode(Envelope.self, from: Data(value))
+            change = try ChangelogRecords.change(of: message, as: State.self)
         } catch {
-            throw ReplayError("\(place): history record does not decode as this worker's state: \(error)")
+            throw ReplayError(error.description)
         }
-        guard let time = Timestamp(rfc3339: envelope.log_time) else {
-            throw ReplayError("\(place): bad log_time '\(envelope.log_time)'")
-        }
-        self.init(userId: envelope.user_id, inputOffset: envelope.input_offset, before: envelope.before, after: envelope.after, logTime: time)
-    }
-
-    private struct Envelope: Decodable {
-        var user_id: String
-        var input_offset: Int64
-        var before: State?
-        var after: State
-        var log_time: String
+        self.init(userId: change.userId, inputOffset: change.input.offset, before: change.before, after: change.after, logTime: change.logTime)
     }
 }

@@ -8,6 +8,10 @@ public struct ReplayedRange: Sendable {
     public var outputs: [ComparedRecord] = []
     /// The `<worker>.history` changes it would write.
     public var history: [ComparedRecord] = []
+    /// The same changes as a worker with `FLEET_STATE_IMAGES=json` (or a build before binary
+    /// images) writes them, by key: a recorded change in that form is compared with these, so a
+    /// range recorded before an upgrade still replays as identical.
+    public var jsonHistory: [String: ComparedRecord] = [:]
     /// The output records themselves, in order, for the what-if summary.
     public var records: [FleetRecord] = []
     /// The id stem (`OutputIDs` without the final index) of every step re-run: a recorded
@@ -56,7 +60,14 @@ public enum PartitionReplay {
                 let record = ChangelogRecords.change(
                     userId: change.userId, before: before, after: after, input: input, logTime: logTime,
                     topic: topics.history, partition: message.partition)
-                replayed.history.append(ComparedRecord(record, key: historyKey(user: change.userId, inputOffset: message.offset)))
+                let key = historyKey(user: change.userId, inputOffset: message.offset)
+                replayed.history.append(ComparedRecord(record, key: key))
+                if let jsonAfter = try? StateCoding.encode(change.after, as: .json) {
+                    let jsonBefore = change.before.flatMap { try? StateCoding.encode($0, as: .json) }
+                    replayed.jsonHistory[key] = ComparedRecord(ChangelogRecords.change(
+                        userId: change.userId, before: jsonBefore, after: jsonAfter, input: input, logTime: logTime,
+                        topic: topics.history, partition: message.partition), key: key)
+                }
             }
         }
         return replayed

@@ -54,18 +54,12 @@ public struct RecordedRange: Sendable {
         }
         for message in changes where message.partition == range.partition {
             guard message.header(ChangelogRecords.kindHeader).map({ String(decoding: $0, as: UTF8.self) }) == ChangelogRecords.Kind.change.rawValue,
-                  let value = message.value, let place = try? JSONDecoder().decode(HistoryPlace.self, from: Data(value)),
-                  range.contains(place.input_offset), user == nil || place.user_id == user
+                  let place = try? ChangelogRecords.changePlace(of: message),
+                  range.contains(place.input.offset), user == nil || place.userId == user
             else { continue }
-            var change = ComparedRecord(message, key: PartitionReplay.historyKey(user: place.user_id, inputOffset: place.input_offset))
+            var change = ComparedRecord(message, key: PartitionReplay.historyKey(user: place.userId, inputOffset: place.input.offset))
             change.timestamp = nil  // the runtime leaves history timestamps to the producer's clock
             history.append(change)
         }
-    }
-
-    /// The fields of a history record that place it.
-    private struct HistoryPlace: Decodable {
-        var user_id: String
-        var input_offset: Int64
     }
 }

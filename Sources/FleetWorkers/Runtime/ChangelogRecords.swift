@@ -1,6 +1,8 @@
 import Foundation
 public import FleetModel
 public import Kafka
+import StateImages
+import SwiftProtobuf
 
 /// The records a stateful worker writes about itself to `<worker>.state` and `<worker>.history`
 /// (DESIGN.md principles 5 and 6), and how they are read back.
@@ -26,6 +28,13 @@ public import Kafka
 ///
 /// `<worker>.history` holds `change` records: a user's state before and after one input record,
 /// with that record's coordinates, for replay and explain.
+///
+/// State and change records are binary (`fleet.state.ChangelogState` / `HistoryChange` of
+/// Protos/fleet_state.proto, each with its format version, holding the state's image from
+/// `StateCoding`); the key is the user id. Versions before binary images wrote them as JSON
+/// envelopes (first byte `{`), which every reader here still reads, so a fleet whose changelog
+/// holds JSON images restores them and writes binary from then on (a rolling upgrade). Position,
+/// marker and cut records stay small JSON documents: one per partition and unit at most.
 public enum ChangelogRecords {
     public static let kindHeader = "fleet-record"
 
@@ -41,8 +50,30 @@ public enum ChangelogRecords {
 
     // MARK: Writing
 
-    /// A user's state as of the input record at `inputOffset`.
+    /// The format version of the state and change envelopes this build writes.
+    public static let envelopeFormat: UInt32 = 1
+
+    /// A user's state image (`StateCoding.encode`) as of the input record at `inputOffset`.
+    /// A JSON image (a state without a binary image, or `FLEET_STATE_IMAGES=json`) goes in the
+    /// JSON envelope of the builds before binary images, so they can read it.
     public static func state(
+        userId: String, image: [UInt8], inputOffset: Int64, topic: String, partition: Int32
+    ) -> ProducerRecord {
+        if image.first == UInt8(ascii: "{") {
+            return legacyJSONState(userId: userId, stateJSON: image, inputOffset: inputOffset, topic: topic, partition: partition)
+        }
+        var envelope = Fleet_State_ChangelogState()
+        envelope.format = envelopeFormat
+        envelope.inputOffset = inputOffset
+        envelope.state = Data(image)
+        return ProducerRecord(
+            topic: topic, partition: partition, key: Array(userId.utf8), value: serialized(envelope),
+            headers: [KafkaHeader(kindHeader, Kind.state.rawValue)])
+    }
+
+    /// A state record as versions before binary images wrote it (a JSON envelope around the
+    /// state's canonical JSON): for tests of the rolling upgrade and the image corpus.
+    public static func legacyJSONState(
         userId: String, stateJSON: [UInt8], inputOffset: Int64, topic: String, partition: Int32
     ) -> ProducerRecord {
         var value: [UInt8] = []
@@ -86,8 +117,33 @@ public enum ChangelogRecords {
             headers: [KafkaHeader(kindHeader, Kind.cut.rawValue)])
     }
 
-    /// One state change for `<worker>.history`. `before` is nil for a user never stored.
+    /// One state change for `<worker>.history`: images from `StateCoding.encode`; `before` is
+    /// nil for a user never stored. JSON images go in the JSON envelope of the builds before
+    /// binary images, as in `state`.
     public static func change(
+        userId: String, before: [UInt8]?, after: [UInt8], input: SourceCoordinates, logTime: Timestamp,
+        topic: String, partition: Int32
+    ) -> ProducerRecord {
+        if after.first == UInt8(ascii: "{") {
+            return legacyJSONChange(
+                userId: userId, before: before, after: after, input: input, logTime: logTime, topic: topic, partition: partition)
+        }
+        var envelope = Fleet_State_HistoryChange()
+        envelope.format = envelopeFormat
+        if let before { envelope.before = Data(before) }
+        envelope.after = Data(after)
+        envelope.inputTopic = input.topic
+        envelope.inputPartition = input.partition
+        envelope.inputOffset = input.offset
+        envelope.logTime = logTime.millisecondsSinceEpoch
+        return ProducerRecord(
+            topic: topic, partition: partition, key: Array(userId.utf8), value: serialized(envelope),
+            headers: [KafkaHeader(kindHeader, Kind.change.rawValue)])
+    }
+
+    /// A change record as versions before binary images wrote it (JSON, before and after as
+    /// canonical JSON): for tests of the rolling upgrade and the image corpus.
+    public static func legacyJSONChange(
         userId: String, before: [UInt8]?, after: [UInt8], input: SourceCoordinates, logTime: Timestamp,
         topic: String, partition: Int32
     ) -> ProducerRecord {
@@ -113,6 +169,15 @@ public enum ChangelogRecords {
         return ProducerRecord(
             topic: topic, partition: partition, key: Array(userId.utf8), value: value,
             headers: [KafkaHeader(kindHeader, Kind.change.rawValue)])
+    }
+
+    private static func serialized(_ message: some SwiftProtobuf.Message) -> [UInt8] {
+        do {
+            return try message.serializedBytes()
+        } catch {
+            // The envelopes hold only scalars and bytes; encoding them cannot fail.
+            preconditionFailure("a changelog envelope did not encode: \(error)")
+        }
     }
 
     // MARK: Reading
@@ -141,8 +206,8 @@ public enum ChangelogRecords {
         do {
             switch kind.flatMap(Kind.init(rawValue:)) {
             case .state:
-                let envelope = try decoder.decode(StateEnvelope<State>.self, from: Data(value))
-                return .state(userId: envelope.user_id, inputOffset: envelope.input_offset, state: envelope.state)
+                let image = try stateImage(of: message)
+                return .state(userId: image.userId, inputOffset: image.inputOffset, state: try state(of: image, as: State.self))
             case .position:
                 let envelope = try decoder.decode(PositionEnvelope.self, from: Data(value))
                 guard let time = Timestamp(rfc3339: envelope.log_time) else {
@@ -164,10 +229,131 @@ public enum ChangelogRecords {
         }
     }
 
+    /// A state record with its image not yet decoded: restore reads every record this far and
+    /// decodes only each user's last committed image (superseded ones are never decoded).
+    public struct StateImage: Sendable {
+        public var userId: String
+        public var inputOffset: Int64
+        /// The state's image; for a record of a version before binary images (`isJSONEnvelope`),
+        /// the whole JSON envelope, decoded with the state's own type by `state(of:as:)`:
+        /// passing it through a generic JSON tree would round 64-bit hashes to doubles.
+        public var image: [UInt8]
+        public var isJSONEnvelope: Bool
+    }
+
+    /// The user, input offset and undecoded image of a state record (binary or JSON envelope).
+    public static func stateImage(of message: KafkaMessage) throws(ReadError) -> StateImage {
+        guard let value = message.value else {
+            throw ReadError(description: "\(message.topicPartition)@\(message.offset): state record has no value")
+        }
+        if value.first == UInt8(ascii: "{") {
+            struct Place: Decodable { var input_offset: Int64; var user_id: String }
+            guard let place = try? JSONDecoder().decode(Place.self, from: Data(value)) else {
+                throw ReadError(description: "\(message.topicPartition)@\(message.offset): JSON state record lacks user_id or input_offset")
+            }
+            return StateImage(userId: place.user_id, inputOffset: place.input_offset, image: value, isJSONEnvelope: true)
+        }
+        guard let key = message.key else {
+            throw ReadError(description: "\(message.topicPartition)@\(message.offset): state record has no key (user id)")
+        }
+        let envelope: Fleet_State_ChangelogState
+        do {
+            envelope = try Fleet_State_ChangelogState(serializedBytes: value)
+            try checkEnvelope(envelope.format)
+        } catch {
+            throw ReadError(description: "\(message.topicPartition)@\(message.offset): state record does not decode: \(error)")
+        }
+        return StateImage(
+            userId: String(decoding: key, as: UTF8.self), inputOffset: envelope.inputOffset, image: [UInt8](envelope.state),
+            isJSONEnvelope: false)
+    }
+
+    /// The state of a `stateImage(of:)`.
+    public static func state<State: Decodable>(of image: StateImage, as _: State.Type) throws(StateImageError) -> State {
+        guard image.isJSONEnvelope else { return try StateCoding.decode(image.image, as: State.self) }
+        do {
+            return try JSONDecoder().decode(StateEnvelope<State>.self, from: Data(image.image)).state
+        } catch {
+            throw StateImageError("JSON state record (\(image.image.count) bytes) does not decode: \(error)")
+        }
+    }
+
     private struct StateEnvelope<State: Decodable>: Decodable {
-        var input_offset: Int64
-        var user_id: String
         var state: State
+    }
+
+    /// One `<worker>.history` record decoded: the user's state before and after the input record
+    /// at `input`, and the partition's log time after it.
+    public struct Change<State: Sendable>: Sendable {
+        public var userId: String
+        public var before: State?
+        public var after: State
+        public var input: SourceCoordinates
+        public var logTime: Timestamp
+    }
+
+    /// Where a history record belongs (user, input coordinates) without decoding its states.
+    public static func changePlace(of message: KafkaMessage) throws(ReadError) -> (userId: String, input: SourceCoordinates) {
+        let place = "\(message.topicPartition)@\(message.offset)"
+        guard let value = message.value else { throw ReadError(description: "\(place): history record has no value") }
+        if value.first == UInt8(ascii: "{") {
+            struct Place: Decodable { var user_id: String; var input: SourceCoordinates }
+            guard let found = try? JSONDecoder().decode(Place.self, from: Data(value)) else {
+                throw ReadError(description: "\(place): JSON history record lacks user_id or input")
+            }
+            return (found.user_id, found.input)
+        }
+        guard let key = message.key, let envelope = try? Fleet_State_HistoryChange(serializedBytes: value),
+              (try? checkEnvelope(envelope.format)) != nil
+        else { throw ReadError(description: "\(place): history record does not decode") }
+        return (
+            String(decoding: key, as: UTF8.self),
+            SourceCoordinates(topic: envelope.inputTopic, partition: envelope.inputPartition, offset: envelope.inputOffset))
+    }
+
+    /// Decodes one `<worker>.history` record, binary or JSON (versions before binary images).
+    public static func change<State: Decodable & Sendable>(of message: KafkaMessage, as _: State.Type) throws(ReadError) -> Change<State> {
+        let place = "\(message.topicPartition)@\(message.offset)"
+        let kind = message.headers.first { $0.name == kindHeader }?.value.map { String(decoding: $0, as: UTF8.self) }
+        guard kind == Kind.change.rawValue else {
+            throw ReadError(description: "\(place): header \(kindHeader) is '\(kind ?? "missing")', not a history change")
+        }
+        guard let value = message.value else { throw ReadError(description: "\(place): history record has no value") }
+        do {
+            if value.first == UInt8(ascii: "{") {
+                let envelope = try JSONDecoder().decode(LegacyChange<State>.self, from: Data(value))
+                guard let time = Timestamp(rfc3339: envelope.log_time) else {
+                    throw ReadError(description: "bad log_time '\(envelope.log_time)'")
+                }
+                return Change(userId: envelope.user_id, before: envelope.before, after: envelope.after, input: envelope.input, logTime: time)
+            }
+            guard let key = message.key else { throw ReadError(description: "history record has no key (user id)") }
+            let envelope = try Fleet_State_HistoryChange(serializedBytes: value)
+            try checkEnvelope(envelope.format)
+            return Change(
+                userId: String(decoding: key, as: UTF8.self),
+                before: envelope.hasBefore ? try StateCoding.decode([UInt8](envelope.before), as: State.self) : nil,
+                after: try StateCoding.decode([UInt8](envelope.after), as: State.self),
+                input: SourceCoordinates(topic: envelope.inputTopic, partition: envelope.inputPartition, offset: envelope.inputOffset),
+                logTime: Timestamp(millisecondsSinceEpoch: envelope.logTime))
+        } catch let error as ReadError {
+            throw ReadError(description: "\(place): \(error.description)")
+        } catch {
+            throw ReadError(description: "\(place): history record does not decode as this worker's state: \(error)")
+        }
+    }
+
+    /// Decoded with the state's own type, never through a generic JSON tree (64-bit hashes).
+    private struct LegacyChange<State: Decodable>: Decodable {
+        var user_id: String
+        var before: State?
+        var after: State
+        var input: SourceCoordinates
+        var log_time: String
+    }
+
+    private static func checkEnvelope(_ format: UInt32) throws(StateImageError) {
+        try StateImageFormat.check(format, reads: envelopeFormat, of: "changelog envelope")
     }
 
     private struct PositionEnvelope: Decodable {
@@ -202,11 +388,53 @@ public enum ChangelogRecords {
     }
 }
 
-/// How processor states become changelog bytes: canonical (sorted keys, the bytes JSONEncoder
-/// would write, several times faster), so a re-run writes identical bytes and replay can compare
-/// states byte for byte.
+/// How a worker writes state images (`FLEET_STATE_IMAGES`).
+public enum StateImageEncoding: String, Sendable, Hashable {
+    /// Versioned protobuf, for states that have one (`BinaryStateImage`); canonical JSON otherwise.
+    case binary
+    /// Canonical JSON in JSON envelopes, byte for byte what builds before binary images wrote:
+    /// while a rollback to such a build may still be needed, it must be able to restore.
+    case json
+}
+
+/// How processor states become changelog and history images, and back.
+///
+/// A state with a binary image (`BinaryStateImage`: every shipped worker's) is written binary;
+/// any other (test processors) as canonical JSON (sorted keys, the bytes JSONEncoder would
+/// write). Either way equal states give equal bytes, so a re-run writes identical images and
+/// replay compares them byte for byte. Reading tells the two apart by the first byte: `{`
+/// starts a JSON image (also every image written before binary images), a binary image starts
+/// with its format version's tag (`0x08`).
 public enum StateCoding {
-    public static func encode<State: Encodable>(_ state: State) throws -> [UInt8] {
+    public static func encode<State: Encodable>(_ state: State, as encoding: StateImageEncoding = .binary) throws -> [UInt8] {
+        if encoding == .binary, let binary = state as? any BinaryStateImage {
+            return try binary.binaryImage()
+        }
+        return try CanonicalJSONEncoder.encode(state)
+    }
+
+    /// Decodes an image of either kind; throws `StateImageError` naming the problem, never
+    /// traps, on bytes that are neither.
+    public static func decode<State: Decodable>(_ image: [UInt8], as _: State.Type) throws(StateImageError) -> State {
+        if image.first == UInt8(ascii: "{") {
+            do {
+                return try JSONDecoder().decode(State.self, from: Data(image))
+            } catch {
+                throw StateImageError("JSON state image (\(image.count) bytes) does not decode: \(error)")
+            }
+        }
+        guard let binary = State.self as? any BinaryStateImage.Type else {
+            throw StateImageError("state image (\(image.count) bytes) is not JSON, and \(State.self) has no binary image")
+        }
+        guard let state = try binary.init(binaryImage: image) as? State else {
+            throw StateImageError("a binary image of \(State.self) decoded as another type")
+        }
+        return state
+    }
+
+    /// The state as canonical JSON, for people (`fleetctl`, explain): whatever the changelog
+    /// holds, operators read states as JSON.
+    public static func json<State: Encodable>(_ state: State) throws -> [UInt8] {
         try CanonicalJSONEncoder.encode(state)
     }
 }

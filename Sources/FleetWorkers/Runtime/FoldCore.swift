@@ -394,7 +394,7 @@ actor FoldCore<P: UserProcessor> {
         }
         let wakeUp = fold.nextWakeUp
         let logTimeBefore = fold.logTime
-        let folded = LogFolding.fold(message, into: &fold, limits: settings.limits)
+        let folded = LogFolding.fold(message, into: &fold, limits: settings.limits, images: settings.stateImages)
         if let error = folded.deadLetter { deadLetter(message, error: error, namespace: namespace, cause: cause) }
         guard let step = folded.step else { return true }
         if let failure = folded.stateEncodingError {
@@ -415,7 +415,7 @@ actor FoldCore<P: UserProcessor> {
                 before = cached
             } else {
                 do {
-                    before = try change.before.map { try StateCoding.encode($0) }
+                    before = try change.before.map { try StateCoding.encode($0, as: settings.stateImages) }
                 } catch {
                     fatal = WorkerStopped(description: "cannot encode the state of user \(change.userId): \(error)")
                     continue
@@ -558,7 +558,7 @@ actor FoldCore<P: UserProcessor> {
         for (partition, users) in unit.states.sorted(by: { $0.key < $1.key }) {
             for (user, entry) in users.sorted(by: { $0.key < $1.key }) {
                 records.append(ChangelogRecords.state(
-                    userId: user, stateJSON: entry.state, inputOffset: entry.inputOffset,
+                    userId: user, image: entry.state, inputOffset: entry.inputOffset,
                     topic: layout.stateTopic, partition: partition))
                 causes.append(InputPosition(partition: TopicPartition(layout.foldedTopic, partition), offset: entry.inputOffset))
             }

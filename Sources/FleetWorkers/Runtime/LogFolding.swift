@@ -37,8 +37,11 @@ public enum LogFolding {
     /// outputs or state would be over a bound is rejected as if its processor had refused it
     /// (`PartitionFold.reject`), with an error naming what and by how much. Since the check is
     /// a function of the log, a re-run, a restore and a replay refuse exactly the same record.
+    /// `images` is how the state images are encoded (`FLEET_STATE_IMAGES`); the state bound is
+    /// checked on the image as written.
     public static func fold<P: UserProcessor>(
-        _ message: KafkaMessage, into fold: inout PartitionFold<P>, limits: RecordLimits = .standard
+        _ message: KafkaMessage, into fold: inout PartitionFold<P>, limits: RecordLimits = .standard,
+        images: StateImageEncoding = .binary
     ) -> Folded<P.State> {
         let timestamp = Timestamp(millisecondsSinceEpoch: message.timestamp ?? fold.logTime?.millisecondsSinceEpoch ?? 0)
         let origin = KafkaRecords.origin(of: message)
@@ -50,13 +53,13 @@ public enum LogFolding {
         }
         let logTimeBefore = fold.logTime
         var step = fold.apply(record, timestamp: timestamp, coordinates: origin.coordinates, originIndex: origin.index)
-        var encoded = encode(step, limits: limits)
+        var encoded = encode(step, limits: limits, images: images)
         if step.deadLetter == nil, let violation = encoded.violation {
             step = fold.reject(
                 step, logTimeBefore: logTimeBefore, timestamp: timestamp, coordinates: origin.coordinates,
                 originIndex: origin.index, error: RecordError("\(violation); the record is refused so that nothing over the bound is written (RecordLimits)"))
             // What remains are the timers that were due anyway; they were encoded once more.
-            encoded = encode(step, limits: limits)
+            encoded = encode(step, limits: limits, images: images)
         }
         var folded = Folded(step: step, deadLetter: step.deadLetter, origin: origin.coordinates, originIndex: origin.index, timestamp: timestamp)
         folded.outputValues = encoded.outputs
@@ -78,7 +81,7 @@ public enum LogFolding {
     /// outputs would be written without the record too. Timers are kept under the bounds by
     /// construction (`RecordLimits.stateHeadroom`, the engines' caps); the property tests check
     /// every output and image against the bounds.
-    private static func encode<State>(_ step: FoldStep<State>, limits: RecordLimits) -> Encoded {
+    private static func encode<State>(_ step: FoldStep<State>, limits: RecordLimits, images: StateImageEncoding) -> Encoded {
         var encoded = Encoded()
         encoded.outputs.reserveCapacity(step.outputs.count)
         for (position, output) in step.outputs.enumerated() {
@@ -91,7 +94,7 @@ public enum LogFolding {
         encoded.states.reserveCapacity(step.changes.count)
         for change in step.changes {
             do {
-                let image = try StateCoding.encode(change.after)
+                let image = try StateCoding.encode(change.after, as: images)
                 let allowed = limits.maxStateBytes - limits.stateHeadroom
                 if image.count > allowed, encoded.violation == nil, change.userId == step.recordUser {
                     encoded.violation = "the state of user \(RecordError.quote(change.userId)) would be \(image.count) bytes, over the \(allowed) a record may leave (state limit \(limits.maxStateBytes), FLEET_MAX_STATE_BYTES, less 1/16 for timers)"

@@ -14,6 +14,11 @@ public import Logging
 /// Of the state records read, a user keeps the last one reflecting an input offset below the
 /// committed offset; later ones were written by an attempt that never committed and are
 /// ignored, because the input they reflect will be processed again.
+///
+/// Keys first: while reading, a state record costs its key and its input offset
+/// (`ChangelogRecords.peekState`); only each user's last committed image is decoded, once the
+/// partitions are read, in parallel chunks over every partition restored together. A
+/// superseded image is never decoded (a busy user has many per day).
 public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     /// What one partition's restore yields.
     public struct Restored: Sendable {
@@ -61,17 +66,23 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
 
         var configuration = consumerConfiguration
         configuration["enable.partition.eof"] = "false"
-        let consumer = try KafkaConsumer(configuration: configuration, maxBatchSize: 5000, logger: logger)
+        // A restore reads whole partitions as fast as the broker serves them: fetch large
+        // (librdkafka's defaults, 1 MiB a partition per fetch, made a million-user restore
+        // wait on round trips). `KAFKA_*` settings win.
+        for (property, value) in Self.restoreFetch where configuration[property] == nil {
+            configuration[property] = value
+        }
+        let consumer = try KafkaConsumer(configuration: configuration, maxBatchSize: 20_000, logger: logger)
         try await consumer.assign(Dictionary(uniqueKeysWithValues: partitions.map {
             (TopicPartition(stateTopic, $0), KafkaConsumer.beginning)
         }))
 
-        var initial: [Int32: Builder] = [:]
-        for partition in partitions { initial[partition] = Builder(committed: committed[partition]) }
+        var initial: [Int32: ImageCollector] = [:]
+        for partition in partitions { initial[partition] = ImageCollector(committed: committed[partition]) }
         let markerOffsetsFound = markerOffsets
-        let builders: [Int32: Builder]
+        let builders: [Int32: ImageCollector]
         do {
-            builders = try await withThrowingTaskGroup(of: [Int32: Builder]?.self) { group in
+            builders = try await withThrowingTaskGroup(of: [Int32: ImageCollector]?.self) { group in
                 group.addTask { [initial] in
                     var builders = initial
                     var remaining = Set(partitions)
@@ -82,8 +93,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                                 remaining.remove(message.partition)
                                 continue
                             }
-                            builders[message.partition]?.recordsRead += 1
-                            builders[message.partition]?.apply(try ChangelogRecords.entry(of: message, as: State.self))
+                            try builders[message.partition]?.read(message)
                         }
                         if remaining.isEmpty { return builders }
                     }
@@ -108,10 +118,121 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
             throw error
         }
         await consumer.close()
+        let states = try await Self.decode(builders)
         let duration = ContinuousClock.now - started
-        return builders.mapValues {
-            Restored(states: $0.states, logTime: $0.logTime, cut: $0.cut, recordsRead: $0.recordsRead, duration: duration)
+        var restored: [Int32: Restored] = [:]
+        for (partition, builder) in builders {
+            restored[partition] = Restored(
+                states: states[partition] ?? [:], logTime: builder.logTime, cut: builder.cut,
+                recordsRead: builder.recordsRead, duration: duration)
         }
+        return restored
+    }
+
+    /// Fetch sizes of the restore's reader.
+    static var restoreFetch: [String: String] {
+        ["max.partition.fetch.bytes": "16777216", "fetch.max.bytes": "67108864", "queued.max.messages.kbytes": "262144"]
+    }
+
+    /// Decodes the kept images of every partition, in chunks spread over the cores (a restore
+    /// of several partitions, or of one large one, is bound by decoding once reading is cheap).
+    static func decode(_ collectors: [Int32: ImageCollector]) async throws -> [Int32: [String: State]] {
+        let chunkSize = 8_192
+        var chunks: [(partition: Int32, images: ArraySlice<(key: String, value: KeptImage)>)] = []
+        for (partition, collector) in collectors {
+            let images = Array(collector.images)
+            var start = 0
+            while start < images.count {
+                chunks.append((partition, images[start..<min(start + chunkSize, images.count)]))
+                start += chunkSize
+            }
+        }
+        return try await withThrowingTaskGroup(of: (Int32, [(String, State)]).self) { group in
+            for chunk in chunks {
+                group.addTask {
+                    var states: [(String, State)] = []
+                    states.reserveCapacity(chunk.images.count)
+                    for (user, kept) in chunk.images {
+                        do {
+                            states.append((user, try kept.state(as: State.self)))
+                        } catch {
+                            throw RestoreError(description: "partition \(chunk.partition) offset \(kept.offset): the state of user \(RecordError.quote(user)) does not decode: \(error)")
+                        }
+                    }
+                    return (chunk.partition, states)
+                }
+            }
+            var result: [Int32: [String: State]] = [:]
+            for (partition, collector) in collectors {
+                var states: [String: State] = [:]
+                states.reserveCapacity(collector.images.count)
+                result[partition] = states
+            }
+            for try await (partition, states) in group {
+                // Each user is in exactly one chunk: plain inserts into storage reserved above.
+                for (user, state) in states { result[partition]?[user] = state }
+            }
+            return result
+        }
+    }
+
+    /// A user's last committed image as read: the record's value and where the image lies in it,
+    /// or the record read by the full reader (JSON envelopes of versions before binary images).
+    struct KeptImage: Sendable {
+        var value: [UInt8]
+        var range: Range<Int>
+        /// The record's offset in the changelog partition, for errors.
+        var offset: Int64
+        var read: ChangelogRecords.StateImage?
+
+        func state(as _: State.Type) throws(StateImageError) -> State {
+            if let read { return try ChangelogRecords.state(of: read, as: State.self) }
+            return try StateCoding.decode(Array(value[range]), as: State.self)
+        }
+    }
+
+    /// One partition's changelog read in offset order under the restore rule of `Builder`,
+    /// keeping images undecoded.
+    struct ImageCollector: Sendable {
+        let committed: Int64?
+        var images: [String: KeptImage] = [:]
+        var logTime: Timestamp?
+        var cut: (generation: Int, committedOffset: Int64)?
+        var recordsRead = 0
+
+        init(committed: Int64?) { self.committed = committed }
+
+        mutating func read(_ message: KafkaMessage) throws(ChangelogRecords.ReadError) {
+            recordsRead += 1
+            let isState = message.headers.first { $0.name == ChangelogRecords.kindHeader }?.value == ChangelogRecords.stateKindBytes
+            if isState, let value = message.value, let key = message.key, value.first != UInt8(ascii: "{"),
+               let peek = ChangelogRecords.peekState(value), peek.format == ChangelogRecords.envelopeFormat {
+                guard peek.inputOffset < (committed ?? 0) else { return }
+                images[String(decoding: key, as: UTF8.self)] = KeptImage(
+                    value: value, range: peek.image, offset: message.offset, read: nil)
+                return
+            }
+            if isState {
+                // A JSON envelope (before binary images), or one this fast path does not read:
+                // the full reader takes it, or names what is wrong with it.
+                let image = try ChangelogRecords.stateImage(of: message)
+                guard image.inputOffset < (committed ?? 0) else { return }
+                images[image.userId] = KeptImage(
+                    value: [], range: 0..<0, offset: message.offset, read: image)
+                return
+            }
+            switch try ChangelogRecords.entry(of: message, as: State.self) {
+            case .state:
+                break  // handled above
+            case .position(let inputOffset, let time):
+                if inputOffset < (committed ?? 0) { logTime = time }
+            case .marker:
+                break
+            case .cut(let generation, let offset):
+                if cut == nil { cut = (generation, offset) }
+            }
+        }
+
     }
 
     /// One partition's changelog read in offset order, under the restore rule: per user the

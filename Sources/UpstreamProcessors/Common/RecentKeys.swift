@@ -9,6 +9,9 @@ public struct RecentKeys: Codable, Hashable, Sendable {
 
     public init() {}
 
+    /// Keys as an image holds them, oldest first.
+    init(keys: [String]) { self.keys = keys }
+
     public func contains(_ key: String) -> Bool { keys.contains(key) }
 
     /// Remembers `key`, forgetting the oldest keys beyond `capacity`.

@@ -1,0 +1,121 @@
+import DeliveryPolicy
+import FleetModel
+import FleetWorkers
+import Foundation
+import Kafka
+import Logging
+
+/// Issue #13's restore figure: one partition's changelog holding `users` users (half of them
+/// with an older, superseded image before their last one), restored by `StateRestorer` alone,
+/// once with the JSON images the build before binary images wrote (`FLEET_STATE_IMAGES=json`:
+/// today's figure, in the same run) and once with binary images.
+///
+/// The states are real: the delivery engine's states after folding the benchmark's inbox
+/// records, repeated over the user ids (a state's image does not depend on its user's id).
+enum SinglePartitionRestore {
+    struct Result {
+        var encoding: StateImageEncoding
+        var users: Int
+        var records: Int
+        var bytes: Int
+        var seconds: Double
+        var cpuSeconds: Double
+        /// The same records read as the restore before issue 13 read them: every record decoded
+        /// (`ChangelogRecords.entry`), into `StateRestorer.Builder`.
+        var everyRecordSeconds: Double
+        var statesPerSecond: Double { Double(users) / seconds }
+    }
+
+    /// Up to `limit` distinct states the engine reaches on `inbox`.
+    static func statePool(_ inbox: [ProducerRecord], limit: Int = 5_000) throws -> [DeliveryState] {
+        var fold = PartitionFold(processor: DeliveryEngine(profile: try PolicyProfile.shipped("rin")))
+        for (offset, record) in inbox.prefix(60_000).enumerated() {
+            let message = KafkaMessage(
+                topic: Topics.deliveryInbox, partition: 0, offset: Int64(offset), key: record.key, value: record.value,
+                headers: record.headers, timestamp: record.timestamp, timestampType: .createTime)
+            _ = LogFolding.fold(message, into: &fold)
+        }
+        return Array(fold.states.sorted { $0.key < $1.key }.map(\.value).prefix(limit))
+    }
+
+    static func run(
+        users: Int, encoding: StateImageEncoding, pool: [DeliveryState], brokers: String, namespace: TopicNamespace,
+        admin: KafkaAdmin, logger: Logger
+    ) async throws -> Result {
+        let topic = namespace.physical("restore-bench-\(encoding.rawValue).state")
+        try await admin.createTopics([NewTopic(name: topic, partitions: 1)])
+        defer { Task { try? await admin.deleteTopics([topic]) } }
+        let images = try pool.map { try StateCoding.encode($0, as: encoding) }
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(properties: [
+            "bootstrap.servers": brokers, "linger.ms": "20", "batch.num.messages": "10000",
+        ]))
+        // Superseded images first (every other user), then every user's last one.
+        var records = 0
+        var bytes = 0
+        func send(_ range: Range<Int>, step: Int, salt: Int) async throws {
+            var start = range.lowerBound
+            while start < range.upperBound {
+                let end = min(start + 50_000, range.upperBound)
+                let batch = stride(from: start, to: end, by: step).map { user in
+                    ChangelogRecords.state(
+                        userId: "user-\(user)", image: images[(user + salt) % images.count],
+                        inputOffset: ChangelogRecords.migratedInputOffset, topic: topic, partition: 0)
+                }
+                for record in batch {
+                    bytes += (record.key?.count ?? 0) + (record.value?.count ?? 0)
+                        + record.headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
+                }
+                records += batch.count
+                _ = try await producer.send(batch)
+                start = end
+            }
+        }
+        try await send(0..<users, step: 2, salt: 7)
+        try await send(0..<users, step: 1, salt: 0)
+
+        let restorer = StateRestorer<DeliveryState>(
+            consumerConfiguration: KafkaConfiguration(properties: [
+                "bootstrap.servers": brokers, "group.id": namespace.prefix + "restore-bench",
+            ]),
+            stateTopic: topic, timeout: .seconds(600), logger: logger)
+        let started = ContinuousClock.now
+        let cpuStarted = processCPUSeconds()
+        let restored = try await restorer.restore([0], committed: [:], markerProducer: producer, nonce: "bench-\(encoding.rawValue)")
+        let seconds = (ContinuousClock.now - started).seconds
+        let cpuSeconds = processCPUSeconds() - cpuStarted
+        await producer.close()
+        let states = restored[0]?.states.count ?? 0
+        guard states == users else {
+            throw BenchmarkOptions.Invalid(description: "restored \(states) of \(users) users from \(topic)")
+        }
+
+        // The reader before issue 13: one consumer, every record decoded in full.
+        guard ProcessInfo.processInfo.environment["EVERY_RECORD"] != "0" else {
+            return Result(
+                encoding: encoding, users: users, records: records, bytes: bytes, seconds: seconds, cpuSeconds: cpuSeconds,
+                everyRecordSeconds: .nan)
+        }
+        let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
+            "bootstrap.servers": brokers, "group.id": namespace.prefix + "restore-bench-old", "enable.partition.eof": "false",
+        ]), maxBatchSize: 5000)
+        try await consumer.assign([TopicPartition(topic, 0): KafkaConsumer.beginning])
+        let oldStarted = ContinuousClock.now
+        var builder = StateRestorer<DeliveryState>.Builder(committed: nil)
+        var read = 0
+        readAll: for try await batch in consumer.batches {
+            for message in batch {
+                builder.apply(try ChangelogRecords.entry(of: message, as: DeliveryState.self))
+                read += 1
+                if read == records { break readAll }
+            }
+        }
+        let everyRecordSeconds = (ContinuousClock.now - oldStarted).seconds
+        await consumer.close()
+        guard builder.states.count == users else {
+            throw BenchmarkOptions.Invalid(description: "the every-record reader found \(builder.states.count) of \(users) users")
+        }
+        return Result(
+            encoding: encoding, users: users, records: records, bytes: bytes, seconds: seconds, cpuSeconds: cpuSeconds,
+            everyRecordSeconds: everyRecordSeconds)
+    }
+}
