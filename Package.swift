@@ -145,6 +145,7 @@ let package = Package(
                 "FleetSimulation",
                 "WorkerCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

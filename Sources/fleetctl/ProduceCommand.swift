@@ -26,7 +26,15 @@ struct ProduceCommand: AsyncParsableCommand {
     @Argument(help: "The JSONL file; '-' or nothing reads standard input.")
     var file: String?
 
+    @Option(help: "Give up after this many seconds: reaching the brokers, and each record's acknowledgement (librdkafka's message.timeout.ms).")
+    var timeout: Int = 30
+
+    func validate() throws {
+        if timeout <= 0 { throw ValidationError("--timeout is a number of seconds, 1 or more") }
+    }
+
     func run() async throws {
+        _ = try await connection.reader(timeout: timeout)
         let text: String
         if let file, file != "-" {
             text = try String(contentsOfFile: file, encoding: .utf8)
@@ -37,7 +45,8 @@ struct ProduceCommand: AsyncParsableCommand {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var records: [ProducerRecord] = []
         var partitionCounts: [String: Int] = [:]
-        let configuration = try connection.kafkaConfiguration()
+        var configuration = try connection.kafkaConfiguration()
+        if configuration["message.timeout.ms"] == nil { configuration["message.timeout.ms"] = String(timeout * 1000) }
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             guard let input = try SimulationInput.parse(line, line: index + 1) else { continue }
             let key = input.key ?? input.value["user_id"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
@@ -47,7 +56,9 @@ struct ProduceCommand: AsyncParsableCommand {
                 if partitionCounts[topic] == nil {
                     partitionCounts.merge(try await KafkaAdmin(configuration: configuration).partitionCounts(topics: [topic])) { _, new in new }
                 }
-                guard let count = partitionCounts[topic] else { throw ValidationError("line \(index + 1): topic \(topic) does not exist") }
+                guard let count = partitionCounts[topic] else {
+                    throw CommandFailure(.unavailable, "line \(index + 1): missing topic \(topic) (check --topic-prefix / FLEET_TOPIC_PREFIX, or run `fleetctl topics create`)")
+                }
                 for partition in 0..<count {
                     records.append(ProducerRecord(
                         topic: topic, partition: Int32(partition), key: nil, value: value, timestamp: input.at.millisecondsSinceEpoch))
