@@ -14,7 +14,13 @@ extension FleetTopicReader {
     /// broker) or nothing fails it, and then that partition's offset is found by scanning its
     /// timestamps from the beginning up to the first match, in bounded memory. The fallback is
     /// said once per process on standard error.
-    public func offsets(atOrAfter time: Timestamp, in partitions: [TopicPartition]) async throws -> [TopicPartition: Int64] {
+    ///
+    /// - Parameter scanFrom: where a fallback scan may start per partition, when an earlier
+    ///   answer for an earlier time is known (the first record at or after a later time cannot
+    ///   come before it): a range's `--to` after its `--from`.
+    public func offsets(
+        atOrAfter time: Timestamp, in partitions: [TopicPartition], scanFrom: [TopicPartition: Int64] = [:]
+    ) async throws -> [TopicPartition: Int64] {
         guard !partitions.isEmpty else { return [:] }
         let consumer = try KafkaConsumer(configuration: readerConfiguration(purpose: "seek"))
         defer { Task { await consumer.close() } }
@@ -54,7 +60,8 @@ extension FleetTopicReader {
                 "note: the brokers do not answer offsets-for-times for this topic (\(namespace.physical(first.topic))[\(first.partition)] answered \(answer.map(String.init) ?? "nothing") for \(time.rfc3339)); finding the offsets by scanning timestamps instead")
         }
         for partition in unverified {
-            result[partition] = try await scan(partition, for: time, end: watermarks[partition]?.high ?? 0)
+            result[partition] = try await scan(
+                partition, from: scanFrom[partition] ?? KafkaConsumer.beginning, for: time, end: watermarks[partition]?.high ?? 0)
         }
         return result
     }
@@ -88,11 +95,11 @@ extension FleetTopicReader {
 
     /// The first offset of `partition` stamped at or after `time`, by reading from its
     /// beginning until one is found (`end` when none is).
-    private func scan(_ partition: TopicPartition, for time: Timestamp, end: Int64) async throws -> Int64 {
+    private func scan(_ partition: TopicPartition, from start: Int64, for time: Timestamp, end: Int64) async throws -> Int64 {
         let wanted = time.millisecondsSinceEpoch
         var found: Int64?
         do {
-            try await stream([partition: KafkaConsumer.beginning]) { message in
+            try await stream([partition: start]) { message in
                 if (message.timestamp ?? .min) >= wanted {
                     found = message.offset
                     throw FoundOffset()

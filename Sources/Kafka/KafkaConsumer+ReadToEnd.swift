@@ -47,8 +47,13 @@ extension KafkaConsumer {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for try await batch in self.batches {
-                    // Backpressure: wait while the caller has not taken what is queued.
+                    // Backpressure: wait while the caller has not taken what is queued. The
+                    // batch counts as arrived now (not when handled), and as pending until
+                    // queued, so a slow handler never looks like a quiet partition.
+                    progress.received(at: clock.now)
+                    queue.holding(true)
                     while !queue.offer(batch) { try await Task.sleep(for: .milliseconds(5)) }
+                    queue.holding(false)
                 }
             }
             var idle = 0
@@ -58,7 +63,7 @@ extension KafkaConsumer {
                     idle = 0
                     for batch in taken {
                         try body(batch)
-                        progress.append(batch, at: clock.now)
+                        progress.append(batch)
                     }
                 } else {
                     idle += 1
@@ -103,7 +108,13 @@ private final class BatchQueue: Sendable {
 
     func take() -> [[KafkaMessage]] { state.withLock { queued in defer { queued = [] }; return queued } }
 
-    var isEmpty: Bool { state.withLock { $0.isEmpty } }
+    /// Whether the reading task holds a batch it has not queued yet.
+    func holding(_ value: Bool) { held.withLock { $0 = value } }
+
+    /// Nothing queued and nothing about to be.
+    var isEmpty: Bool { state.withLock { $0.isEmpty } && !held.withLock { $0 } }
+
+    private let held = Mutex(false)
 }
 
 extension KafkaConsumer {
@@ -174,9 +185,14 @@ private final class ReadProgress: Sendable {
         state = Mutex(State(ends: ends, waiting: waiting))
     }
 
-    func append(_ batch: [KafkaMessage], at instant: ContinuousClock.Instant) {
+    /// A batch arrived from the consumer.
+    func received(at instant: ContinuousClock.Instant) {
+        state.withLock { $0.lastArrival = instant }
+    }
+
+    /// A batch was handled: its partitions may now be read to their end.
+    func append(_ batch: [KafkaMessage]) {
         state.withLock { state in
-            state.lastArrival = instant
             for message in batch where message.offset + 1 >= (state.ends[message.topicPartition] ?? 0) {
                 state.waiting.remove(message.topicPartition)
             }

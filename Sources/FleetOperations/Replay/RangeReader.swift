@@ -32,13 +32,18 @@ struct RangeReader: Sendable {
     /// the read.
     func offsets(partition: Int32, from: ReplayBound, to: ReplayBound?) async throws -> (from: Int64, to: Int64?) {
         let place = TopicPartition(topics.folded, partition)
-        func resolve(_ bound: ReplayBound) async throws -> Int64? {
+        func resolve(_ bound: ReplayBound, after earlier: Int64?) async throws -> Int64? {
             switch bound {
             case .offset(let offset): return offset
-            case .time(let time): return try await reader.offsets(atOrAfter: time, in: [place])[place]
+            case .time(let time):
+                return try await reader.offsets(atOrAfter: time, in: [place], scanFrom: earlier.map { [place: $0] } ?? [:])[place]
             }
         }
-        return (try await resolve(from) ?? 0, try await to.asyncMap(resolve) ?? nil)
+        let start = try await resolve(from, after: nil) ?? 0
+        // A later time's offset is never before an earlier one's: a fallback scan for --to starts at --from.
+        let laterTime: Bool = if case .time(let first) = from, case .time(let second)? = to { second >= first } else { false }
+        let stop = try await to.asyncMap { try await resolve($0, after: laterTime ? start : nil) } ?? nil
+        return (start, stop)
     }
 
     /// Streams the folded partition from `start` (the beginning when nil) to `stop` (not
