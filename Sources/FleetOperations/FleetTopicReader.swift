@@ -51,7 +51,7 @@ public struct FleetTopicReader: Sendable {
     /// for the first record) to where each ended when the call began, handing each record to
     /// `body` with its logical topic name, in offset order within each partition (partitions
     /// interleave). Memory stays bounded by a few fetched batches whatever the topics hold.
-    public func stream(_ offsets: [TopicPartition: Int64], body: (KafkaMessage) throws -> Void) async throws {
+    public func stream(_ offsets: [TopicPartition: Int64], body: (KafkaMessage) async throws -> Void) async throws {
         var physical: [TopicPartition: Int64] = [:]
         for (partition, offset) in offsets { physical[TopicPartition(namespace.physical(partition.topic), partition.partition)] = offset }
         guard !physical.isEmpty else { return }
@@ -60,9 +60,20 @@ public struct FleetTopicReader: Sendable {
         ) { batch in
             for var message in batch {
                 message.topic = namespace.logical(message.topic) ?? message.topic
-                try body(message)
+                try await body(message)
             }
         }
+    }
+
+    /// Every partition of each logical topic, from its beginning: the start offsets `stream`
+    /// takes to read whole topics.
+    public func beginnings(of topics: [String]) async throws -> [TopicPartition: Int64] {
+        let counts = try await partitionCounts(topics)
+        var offsets: [TopicPartition: Int64] = [:]
+        for topic in topics {
+            for partition in 0..<Int32(counts[topic] ?? 0) { offsets[TopicPartition(topic, partition)] = KafkaConsumer.beginning }
+        }
+        return offsets
     }
 
     /// Every record of `topics` (all partitions, or only `partitions` when given), from `start`

@@ -34,7 +34,7 @@ extension KafkaConsumer {
     /// taken yet holds the reading back (at most `bufferedBatches` wait).
     public func readToEnd(
         _ offsets: [TopicPartition: Int64], settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120),
-        bufferedBatches: Int = 4, body: ([KafkaMessage]) throws -> Void
+        bufferedBatches: Int = 4, body: ([KafkaMessage]) async throws -> Void
     ) async throws {
         guard !offsets.isEmpty else { return }
         var ends: [TopicPartition: Int64] = [:]
@@ -62,7 +62,7 @@ extension KafkaConsumer {
                 if !taken.isEmpty {
                     idle = 0
                     for batch in taken {
-                        try body(batch)
+                        try await body(batch)
                         progress.append(batch)
                     }
                 } else {
@@ -143,7 +143,7 @@ extension KafkaConsumer {
     /// The streaming `readToEnd` with a consumer of its own, as above.
     public static func readToEnd(
         _ offsets: [TopicPartition: Int64], configuration: KafkaConfiguration, groupId: String,
-        settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120), body: ([KafkaMessage]) throws -> Void
+        settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120), body: ([KafkaMessage]) async throws -> Void
     ) async throws {
         var readerConfiguration = configuration
         readerConfiguration["group.id"] = groupId
