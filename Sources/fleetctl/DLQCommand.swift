@@ -98,8 +98,9 @@ struct DLQCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let log = try await selection.tool(connection).log(of: selection.topic)
-            let entries = log.entries(matching: try selection.selection())
+            let chosen = try selection.selection()
+            let log = try await selection.tool(connection).log(of: selection.topic, selection: chosen)
+            let entries = log.entries(matching: chosen)
             if json {
                 if !entries.isEmpty { print(DeadLetterRendering.jsonLines(entries)) }
             } else if entries.isEmpty {
@@ -125,8 +126,8 @@ struct DLQCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let log = try await selection.tool(connection).log(of: selection.topic)
             let chosen = try selection.selection()
+            let log = try await selection.tool(connection).log(of: selection.topic, selection: chosen)
             let unknown = log.unknownIDs(in: chosen)
             if !unknown.isEmpty {
                 throw DeadLetterError.unknownIDs(unknown, deadLetterTopic: Topics.deadLetter(of: selection.topic))
@@ -188,7 +189,8 @@ struct DLQCommand: AsyncParsableCommand {
 
         func run() async throws {
             let tool = try await selection.tool(connection)
-            let log = try await tool.resolvingReferences(tool.log(of: selection.topic), selection: try selection.selection())
+            let chosen = try selection.selection()
+            let log = try await tool.resolvingReferences(tool.log(of: selection.topic, selection: chosen), selection: chosen)
             let replacement = try valueFile.map { file -> [UInt8] in
                 guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure(.dataError, "cannot read --value-file \(file)") }
                 return Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
