@@ -37,8 +37,11 @@ struct ExplainCommand: AsyncParsableCommand {
             for P-BUD-1, the quiet hours for P-DND-1). Read the rule in POLICY.md first.
 
             --since and --until bound the steps shown by log time: an RFC 3339 time \
-            (2026-11-21T09:00:00Z) or a span back from now (90m, 24h, 7d). Chains of intents \
-            shown keep their decisions from outside the range. Only what the topics still retain \
+            (2026-11-21T09:00:00Z) or a span back from now (90m, 24h, 7d; -5h means 5h). Chains of intents \
+            shown keep their decisions from outside the range. With --since the log and the outputs are \
+            read from two days before it (offsets-for-times, or a scan of timestamps where the brokers do \
+            not answer them: said once), so chains reaching further back show no arrival; the history is \
+            read whole. Everything is streamed: memory grows with the user's records, not the topic's. Only what the topics still retain \
             can be shown (history: 14 days).
 
             --json prints one JSON document (one line, sorted keys) instead: {"user", \

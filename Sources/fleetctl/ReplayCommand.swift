@@ -22,8 +22,11 @@ struct ReplayCommand: AsyncParsableCommand {
             rin.reminder.inbox for the reminder worker, the input topic for the others) on one partition: \
             --partition P, or --user U for the user's partition (murmur2 of the user id). --from is the first \
             offset replayed, --to the first offset not replayed (default: the end of the partition). Each is an \
-            offset or an RFC 3339 time; a time means the first record stamped at or after it, found by scanning \
-            the partition's timestamps.
+            offset or an RFC 3339 time; a time means the first record stamped at or after it, found with \
+            offsets-for-times (the brokers' answer is checked against the records around it; a broker that \
+            does not answer, like the local test broker, is noted once and the partition's timestamps are \
+            scanned instead). The log is read from the worker's nearest checkpoint before the range, and the \
+            history and changelog are streamed, so memory stays bounded whatever the partition holds.
 
             After a partition migration (fleetctl partitions migrate) the worker's log, history and \
             state exist per generation (rin.delivery.inbox.g2, delivery-worker.history.g2, ...), each a \
