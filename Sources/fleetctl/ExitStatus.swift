@@ -83,12 +83,15 @@ extension FleetCtl {
     }
 
     private static func fail(_ error: any Error, command: any ParsableCommand) -> Never {
-        if error is ExitCode || error is CleanExit { exit(withError: error) }
         if let validation = error as? ValidationError {
             let usage = usageString(for: type(of: command))
             report("Error: \(validation.message)\nUsage: \(usage)\n  See 'fleetctl \(commandPath(type(of: command))) --help' for more information.")
             Foundation.exit(ExitStatus.usage.rawValue)
         }
+        // ArgumentParser's own outcomes (`--help` and `help <command>`, which run as a command
+        // that throws the request, ExitCode, CleanExit, parse errors) are its to print; every
+        // other error it would report with exit 1, and those are classified here.
+        if exitCode(for: error) != .failure || error is ExitCode { exit(withError: error) }
         let (status, message) = classify(error, address: (command as? any BrokerCommand)?.connection.address)
         report("Error: \(message)")
         Foundation.exit(status.rawValue)

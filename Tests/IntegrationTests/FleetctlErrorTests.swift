@@ -41,6 +41,20 @@ struct FleetctlErrorTests {
         }
     }
 
+    @Test("--help and help <command> print the command's help and exit 0; the root help lists the exit statuses")
+    func help() throws {
+        for arguments in [["explain", "--help"], ["help", "replay"], ["dlq", "list", "--help"], ["produce", "--help"]] {
+            let result = try Self.fleetctl(arguments)
+            let path = arguments.filter { $0 != "--help" && $0 != "help" }.joined(separator: " ")
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            #expect(result.stdout.contains("USAGE: fleetctl \(path)"), "\(arguments): \(result.stdout.prefix(300)) \(result.stderr)")
+        }
+        let root = try Self.fleetctl(["--help"])
+        #expect(root.status == 0 && root.stdout.contains("75  timed out"), "\(root.stdout)")
+        let unknown = try Self.fleetctl(["explain", "--user", "u", "--frobnicate"])
+        #expect(unknown.status == 64 && unknown.stderr.contains("Usage: fleetctl explain"), "\(unknown.stderr)")
+    }
+
     @Test("no broker at the address: exit 69 within seconds, naming the address, no raw librdkafka lines; --timeout honoured")
     func unreachable() throws {
         let clock = ContinuousClock()
