@@ -23,19 +23,21 @@ extension FleetTopicReader {
     ) async throws -> [TopicPartition: Int64] {
         guard !partitions.isEmpty else { return [:] }
         let consumer = try KafkaConsumer(configuration: readerConfiguration(purpose: "seek"))
-        defer { Task { await consumer.close() } }
         var watermarks: [TopicPartition: Watermarks] = [:]
         var asked: [TopicPartition: Int64] = [:]
-        for partition in partitions {
-            let physical = TopicPartition(namespace.physical(partition.topic), partition.partition)
-            watermarks[partition] = try await consumer.queryWatermarks(physical, timeout: timeout)
-            asked[physical] = time.millisecondsSinceEpoch
-        }
-        let answered: [TopicPartition: Int64]
+        var answered: [TopicPartition: Int64] = [:]
         do {
-            answered = try await consumer.offsets(forTimestamps: asked, timeout: timeout)
+            for partition in partitions {
+                let physical = TopicPartition(namespace.physical(partition.topic), partition.partition)
+                watermarks[partition] = try await consumer.queryWatermarks(physical, timeout: timeout)
+                asked[physical] = time.millisecondsSinceEpoch
+            }
+            // No answer at all is treated like a wrong one: checked, then scanned.
+            answered = (try? await consumer.offsets(forTimestamps: asked, timeout: timeout)) ?? [:]
+            await consumer.close()
         } catch {
-            answered = [:]
+            await consumer.close()
+            throw error
         }
         var result: [TopicPartition: Int64] = [:]
         var unverified: [TopicPartition] = []

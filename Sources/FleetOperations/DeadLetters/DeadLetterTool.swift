@@ -43,10 +43,17 @@ public struct DeadLetterTool: Sendable {
         var resolved = log
         for (index, entry) in log.entries.enumerated() where selection.matches(entry.letter) {
             guard let reference = entry.letter.reference else { continue }
-            let start = [TopicPartition(reference.topic, reference.partition): reference.offset]
-            let messages = try await reader.read([reference.topic], partitions: [reference.partition], from: start)
+            // Only the one record is wanted: the stream stops at it instead of reading the
+            // rest of the partition.
+            var found: KafkaMessage?
+            do {
+                try await reader.stream([TopicPartition(reference.topic, reference.partition): reference.offset]) { message in
+                    if message.offset == reference.offset { found = message }
+                    throw StopReading()
+                }
+            } catch is StopReading {}
             var letter = entry.letter
-            if let original = messages.first(where: { $0.offset == reference.offset }), let value = original.value,
+            if let original = found, let value = original.value,
                value.count == reference.valueBytes, KafkaRecords.sha256Hex(value) == reference.sha256
             {
                 letter.value = value
