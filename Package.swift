@@ -159,6 +159,7 @@ let package = Package(
                 "FleetSimulation",
                 "WorkerCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

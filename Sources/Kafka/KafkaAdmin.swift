@@ -1,4 +1,5 @@
 import CRdKafka
+import Synchronization
 
 /// A topic to create.
 public struct NewTopic: Sendable, Hashable {
@@ -20,12 +21,24 @@ public struct NewTopic: Sendable, Hashable {
 /// Topic and group administration. Every call blocks on its own thread, never on the Swift pool.
 public final class KafkaAdmin: Sendable {
     private let handle: RdKafkaHandle
+    /// What librdkafka's error callback last said about the connection (reached through the
+    /// handle's opaque; released after the handle is destroyed, in `deinit`).
+    private let connection: ConnectionErrors
 
     /// The admin client is a producer-type handle: properties only consumers read are dropped
     /// (one configuration can serve every client of a tool without warnings).
     public init(configuration: KafkaConfiguration) throws(KafkaError) {
         let conf = try makeRdKafkaConf(configuration.forProducer.properties)
+        let connection = ConnectionErrors()
+        rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(connection).toOpaque())
+        // Called on librdkafka's threads: the box only takes a lock.
+        rd_kafka_conf_set_error_cb(conf) { _, err, reason, opaque in
+            guard let opaque else { return }
+            let text = reason.map { String(cString: $0) } ?? ""
+            Unmanaged<ConnectionErrors>.fromOpaque(opaque).takeUnretainedValue().record(err, reason: text)
+        }
         handle = RdKafkaHandle(raw: try makeRdKafkaHandle(RD_KAFKA_PRODUCER, conf: conf))
+        self.connection = connection
     }
 
     deinit {
@@ -80,11 +93,36 @@ public final class KafkaAdmin: Sendable {
 
     /// Partition count per existing topic, from cluster metadata. `topics == nil` lists every topic;
     /// named topics that do not exist are absent from the result (never auto-created by this call).
-    public func partitionCounts(topics: [String]? = nil, timeout: Duration = .seconds(10)) async throws(KafkaError) -> [String: Int] {
+    ///
+    /// - Parameter failFast: with a duration, give up as soon as that long has passed and
+    ///   librdkafka has reported every broker down (connection refused, name not resolved)
+    ///   instead of waiting out `timeout`: an operator's tool says "cannot reach" in seconds,
+    ///   while a broker that answers slowly still gets the whole `timeout`. The error then
+    ///   carries librdkafka's reason, which names the address it tried.
+    public func partitionCounts(
+        topics: [String]? = nil, timeout: Duration = .seconds(10), failFast: Duration? = nil
+    ) async throws(KafkaError) -> [String: Int] {
         let handle = handle
+        let connection = connection
         return try await runBlocking("metadata") { () throws(KafkaError) in
             var metadata: UnsafePointer<rd_kafka_metadata>?
-            try KafkaError.check(rd_kafka_metadata(handle.raw, 1, nil, &metadata, milliseconds(timeout)), "metadata")
+            let clock = ContinuousClock()
+            let start = clock.now
+            // One request per second at most, so an all-brokers-down report is seen between them.
+            while true {
+                let remaining = timeout - (clock.now - start)
+                let attempt = failFast == nil ? remaining : min(remaining, .seconds(1))
+                let err = rd_kafka_metadata(handle.raw, 1, nil, &metadata, milliseconds(max(attempt, .milliseconds(1))))
+                if err == RD_KAFKA_RESP_ERR_NO_ERROR { break }
+                // librdkafka hands error events to error_cb only from a poll.
+                rd_kafka_poll(handle.raw, 0)
+                let elapsed = clock.now - start
+                if let failFast, elapsed >= failFast, let down = connection.unreachable() { throw down }
+                if failFast == nil || elapsed >= timeout {
+                    if failFast != nil, let down = connection.unreachable() { throw down }
+                    throw KafkaError(err, detail: "metadata: \(String(cString: rd_kafka_err2str(err)))")
+                }
+            }
             guard let metadata else { return [:] }
             defer { rd_kafka_metadata_destroy(metadata) }
             let wanted = topics.map(Set.init)
@@ -146,5 +184,34 @@ public final class KafkaAdmin: Sendable {
             let detail = rd_kafka_topic_result_error_string(result).map { String(cString: $0) } ?? String(cString: rd_kafka_err2str(err))
             throw KafkaError(err, detail: "topic \(name): \(detail)")
         }
+    }
+}
+
+/// The connection errors librdkafka reported for one client (its `error_cb`), for `failFast`.
+final class ConnectionErrors: Sendable {
+    private let latest = Mutex<(allDown: Bool, reason: String?)>((false, nil))
+
+    /// From librdkafka's threads.
+    func record(_ code: Int32, reason: String) {
+        let err = rd_kafka_resp_err_t(code)
+        latest.withLock { state in
+            switch err {
+            case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+                state.allDown = true
+            case RD_KAFKA_RESP_ERR__TRANSPORT, RD_KAFKA_RESP_ERR__RESOLVE, RD_KAFKA_RESP_ERR__AUTHENTICATION,
+                 RD_KAFKA_RESP_ERR__SSL:
+                state.reason = reason
+            default:
+                break
+            }
+        }
+    }
+
+    /// An error saying no broker could be reached and why (librdkafka's last connection error,
+    /// which names the address); nil while some broker may still answer.
+    func unreachable() -> KafkaError? {
+        let (allDown, reason) = latest.withLock { ($0.allDown, $0.reason) }
+        guard allDown || reason != nil else { return nil }
+        return KafkaError(RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, detail: reason ?? "all brokers are down")
     }
 }

@@ -22,26 +22,60 @@ extension KafkaConsumer {
     public func readToEnd(
         _ offsets: [TopicPartition: Int64], settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120)
     ) async throws -> [KafkaMessage] {
-        guard !offsets.isEmpty else { return [] }
+        var messages: [KafkaMessage] = []
+        try await readToEnd(offsets, settle: settle, timeout: timeout) { batch in messages += batch }
+        return messages
+    }
+
+    /// `readToEnd`, handing each batch to `body` as it arrives instead of gathering them:
+    /// memory stays bounded by a few batches whatever the partitions hold (`fleetctl` reads
+    /// production-size topics in a 1 GiB pod). `body` runs on the calling task, one batch at a
+    /// time, in the order received (offset order within each partition); a batch it has not
+    /// taken yet holds the reading back (at most `bufferedBatches` wait).
+    public func readToEnd(
+        _ offsets: [TopicPartition: Int64], settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120),
+        bufferedBatches: Int = 4, body: ([KafkaMessage]) async throws -> Void
+    ) async throws {
+        guard !offsets.isEmpty else { return }
         var ends: [TopicPartition: Int64] = [:]
         for partition in offsets.keys { ends[partition] = try await queryWatermarks(partition).high }
         try await assign(offsets)
         let progress = ReadProgress(ends: ends, starts: offsets)
+        let queue = BatchQueue(capacity: max(1, bufferedBatches))
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                for try await batch in self.batches { progress.append(batch, at: clock.now) }
+                for try await batch in self.batches {
+                    // Backpressure: wait while the caller has not taken what is queued. The
+                    // batch counts as arrived now (not when handled), and as pending until
+                    // queued, so a slow handler never looks like a quiet partition.
+                    progress.received(at: clock.now)
+                    queue.holding(true)
+                    while !queue.offer(batch) { try await Task.sleep(for: .milliseconds(5)) }
+                    queue.holding(false)
+                }
             }
+            var idle = 0
             while true {
-                try await Task.sleep(for: .milliseconds(50))
+                let taken = queue.take()
+                if !taken.isEmpty {
+                    idle = 0
+                    for batch in taken {
+                        try await body(batch)
+                        progress.append(batch)
+                    }
+                } else {
+                    idle += 1
+                    try await Task.sleep(for: .milliseconds(idle < 10 ? 5 : 50))
+                }
                 let waiting = progress.partitionsWaiting()
-                if !waiting.isEmpty {
+                if !waiting.isEmpty, taken.isEmpty {
                     // A position past the end means only control records (or nothing) remain.
                     let positions = (try? self.position(Array(waiting))) ?? [:]
                     progress.markRead(positions)
                 }
-                if progress.isComplete(now: clock.now, settle: settle) { break }
+                if taken.isEmpty, queue.isEmpty, progress.isComplete(now: clock.now, settle: settle) { break }
                 if clock.now >= deadline {
                     group.cancelAll()
                     let missing = progress.partitionsWaiting().sorted().map(\.description).joined(separator: ", ")
@@ -50,8 +84,37 @@ extension KafkaConsumer {
             }
             group.cancelAll()
         }
-        return progress.messages
     }
+}
+
+/// Batches the reading task has received and the calling task has not yet handled.
+private final class BatchQueue: Sendable {
+    private let state: Mutex<[[KafkaMessage]]>
+    private let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        state = Mutex([])
+    }
+
+    /// Queues `batch` unless `capacity` batches are waiting.
+    func offer(_ batch: [KafkaMessage]) -> Bool {
+        state.withLock { queued in
+            guard queued.count < capacity else { return false }
+            queued.append(batch)
+            return true
+        }
+    }
+
+    func take() -> [[KafkaMessage]] { state.withLock { queued in defer { queued = [] }; return queued } }
+
+    /// Whether the reading task holds a batch it has not queued yet.
+    func holding(_ value: Bool) { held.withLock { $0 = value } }
+
+    /// Nothing queued and nothing about to be.
+    var isEmpty: Bool { state.withLock { $0.isEmpty } && !held.withLock { $0 } }
+
+    private let held = Mutex(false)
 }
 
 extension KafkaConsumer {
@@ -76,6 +139,28 @@ extension KafkaConsumer {
             throw error
         }
     }
+
+    /// The streaming `readToEnd` with a consumer of its own, as above.
+    public static func readToEnd(
+        _ offsets: [TopicPartition: Int64], configuration: KafkaConfiguration, groupId: String,
+        settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120), body: ([KafkaMessage]) async throws -> Void
+    ) async throws {
+        var readerConfiguration = configuration
+        readerConfiguration["group.id"] = groupId
+        readerConfiguration["enable.partition.eof"] = "false"
+        readerConfiguration["isolation.level"] = "read_committed"
+        // librdkafka prefetches up to queued.max.messages.kbytes per partition (64 MiB by
+        // default): bound it, so a read of many partitions stays small.
+        if readerConfiguration["queued.max.messages.kbytes"] == nil { readerConfiguration["queued.max.messages.kbytes"] = "8192" }
+        let consumer = try KafkaConsumer(configuration: readerConfiguration)
+        do {
+            try await consumer.readToEnd(offsets, settle: settle, timeout: timeout, body: body)
+            await consumer.close()
+        } catch {
+            await consumer.close()
+            throw error
+        }
+    }
 }
 
 /// What `readToEnd` has received, shared by the reading task and the watching one.
@@ -83,7 +168,6 @@ private final class ReadProgress: Sendable {
     private struct State {
         var ends: [TopicPartition: Int64]
         var waiting: Set<TopicPartition>
-        var messages: [KafkaMessage] = []
         var lastArrival: ContinuousClock.Instant?
         var readSince: ContinuousClock.Instant?
     }
@@ -101,10 +185,14 @@ private final class ReadProgress: Sendable {
         state = Mutex(State(ends: ends, waiting: waiting))
     }
 
-    func append(_ batch: [KafkaMessage], at instant: ContinuousClock.Instant) {
+    /// A batch arrived from the consumer.
+    func received(at instant: ContinuousClock.Instant) {
+        state.withLock { $0.lastArrival = instant }
+    }
+
+    /// A batch was handled: its partitions may now be read to their end.
+    func append(_ batch: [KafkaMessage]) {
         state.withLock { state in
-            state.messages += batch
-            state.lastArrival = instant
             for message in batch where message.offset + 1 >= (state.ends[message.topicPartition] ?? 0) {
                 state.waiting.remove(message.topicPartition)
             }
@@ -131,5 +219,4 @@ private final class ReadProgress: Sendable {
         }
     }
 
-    var messages: [KafkaMessage] { state.withLock { $0.messages } }
 }

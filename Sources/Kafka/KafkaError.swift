@@ -77,6 +77,12 @@ public struct KafkaError: Error, Sendable, Equatable, CustomStringConvertible {
         code == RD_KAFKA_RESP_ERR__TIMED_OUT.rawValue || code == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT.rawValue
     }
 
+    /// No broker could be reached: refused or dropped connections, an unknown host name.
+    public var isConnectionFailure: Bool {
+        code == RD_KAFKA_RESP_ERR__TRANSPORT.rawValue || code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN.rawValue
+            || code == RD_KAFKA_RESP_ERR__RESOLVE.rawValue
+    }
+
     public init(code: Int32, name: String, message: String,
                 isRetriable: Bool = false, requiresAbort: Bool = false, isFatal: Bool = false) {
         self.code = code

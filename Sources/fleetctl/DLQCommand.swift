@@ -36,18 +36,32 @@ struct DLQCommand: AsyncParsableCommand {
             "A dead letter's id as `list` shows it (topic:partition:offset[:index]); repeat for several.", valueName: "id"))
         var ids: [String] = []
 
-        @Option(help: ArgumentHelp(
+        // `.unconditional`: `--since -5h` is a value, not an unknown option.
+        @Option(parsing: .unconditional, help: ArgumentHelp(
             "Only dead letters whose record is this recent: RFC 3339 time or an age (90m, 6h, 2d).", valueName: "time"))
         var since: String?
 
-        @Option(help: ArgumentHelp("Only dead letters whose record is not later than this (same forms).", valueName: "time"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("Only dead letters whose record is not later than this (same forms).", valueName: "time"))
         var until: String?
 
         @Option(help: "Give up reading the DLQ topic after this many seconds.")
         var timeout: Int = 120
 
+        /// Everything checked before the brokers are asked: the topic, each id's format, the
+        /// times and their order (a usage error at once, not after reading the DLQ).
+        func validate() throws {
+            guard DeadLetterTool.sourceTopics.contains(topic) else {
+                throw ValidationError(DeadLetterError.notADeadLetterTopic(topic, known: DeadLetterTool.sourceTopics).description)
+            }
+            if timeout <= 0 { throw ValidationError("--timeout is a number of seconds, 1 or more") }
+            let chosen = try selection()
+            if let since = chosen.since, let until = chosen.until, since > until {
+                throw ValidationError("--since \(since.rfc3339) is after --until \(until.rfc3339): the range is empty (did you swap them?)")
+            }
+        }
+
         func selection() throws -> DeadLetterSelection {
-            let now = Timestamp(millisecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1000).rounded()))
+            let now = Timestamp.wallClock
             var parsed: [DeadLetterID] = []
             for text in ids {
                 guard let id = DeadLetterID(text) else {
@@ -65,9 +79,8 @@ struct DLQCommand: AsyncParsableCommand {
             return DeadLetterSelection(ids: parsed, since: try bound(since, "since"), until: try bound(until, "until"))
         }
 
-        func tool(_ connection: TopicsCommand.Connection) throws -> DeadLetterTool {
-            DeadLetterTool(reader: FleetTopicReader(
-                configuration: try connection.kafkaConfiguration(), namespace: connection.namespace, timeout: .seconds(timeout)))
+        func tool(_ connection: TopicsCommand.Connection) async throws -> DeadLetterTool {
+            DeadLetterTool(reader: try await connection.reader(timeout: timeout))
         }
     }
 
@@ -85,8 +98,9 @@ struct DLQCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let log = try await selection.tool(connection).log(of: selection.topic)
-            let entries = log.entries(matching: try selection.selection())
+            let chosen = try selection.selection()
+            let log = try await selection.tool(connection).log(of: selection.topic, selection: chosen)
+            let entries = log.entries(matching: chosen)
             if json {
                 if !entries.isEmpty { print(DeadLetterRendering.jsonLines(entries)) }
             } else if entries.isEmpty {
@@ -112,8 +126,8 @@ struct DLQCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let log = try await selection.tool(connection).log(of: selection.topic)
             let chosen = try selection.selection()
+            let log = try await selection.tool(connection).log(of: selection.topic, selection: chosen)
             let unknown = log.unknownIDs(in: chosen)
             if !unknown.isEmpty {
                 throw DeadLetterError.unknownIDs(unknown, deadLetterTopic: Topics.deadLetter(of: selection.topic))
@@ -174,10 +188,11 @@ struct DLQCommand: AsyncParsableCommand {
         var dryRun = false
 
         func run() async throws {
-            let tool = try selection.tool(connection)
-            let log = try await tool.resolvingReferences(tool.log(of: selection.topic), selection: try selection.selection())
+            let tool = try await selection.tool(connection)
+            let chosen = try selection.selection()
+            let log = try await tool.resolvingReferences(tool.log(of: selection.topic, selection: chosen), selection: chosen)
             let replacement = try valueFile.map { file -> [UInt8] in
-                guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read --value-file \(file)") }
+                guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure(.dataError, "cannot read --value-file \(file)") }
                 return Array(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
             }
             let request = RedriveRequest(

@@ -37,8 +37,11 @@ struct ExplainCommand: AsyncParsableCommand {
             for P-BUD-1, the quiet hours for P-DND-1). Read the rule in POLICY.md first.
 
             --since and --until bound the steps shown by log time: an RFC 3339 time \
-            (2026-11-21T09:00:00Z) or a span back from now (90m, 24h, 7d). Chains of intents \
-            shown keep their decisions from outside the range. Only what the topics still retain \
+            (2026-11-21T09:00:00Z) or a span back from now (90m, 24h, 7d; -5h means 5h). Chains of intents \
+            shown keep their decisions from outside the range. With --since the log and the outputs are \
+            read from two days before it (offsets-for-times, or a scan of timestamps where the brokers do \
+            not answer them: said once), so chains reaching further back show no arrival; the history is \
+            read whole. Everything is streamed: memory grows with the user's records, not the topic's. Only what the topics still retain \
             can be shown (history: 14 days).
 
             --json prints one JSON document (one line, sorted keys) instead: {"user", \
@@ -64,11 +67,12 @@ struct ExplainCommand: AsyncParsableCommand {
 
     @Option(help: "The user id (the record key).") var user: String
 
-    @Option(help: ArgumentHelp(
-        "Show steps at or after this log time: RFC 3339, or a span back from now (90m, 24h, 7d).", valueName: "time"))
+    // `.unconditional`: `--since -5h` is a value, not an unknown option.
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "Show steps at or after this log time: RFC 3339, or a span back from now (90m, 24h, 7d; -5h is 5h).", valueName: "time"))
     var since: String?
 
-    @Option(help: ArgumentHelp(
+    @Option(parsing: .unconditional, help: ArgumentHelp(
         "Show steps before this log time: RFC 3339, or a span back from now (90m, 24h, 7d).", valueName: "time"))
     var until: String?
 
@@ -81,24 +85,33 @@ struct ExplainCommand: AsyncParsableCommand {
 
     @Option(help: "Give up reading after this many seconds.") var timeout: Int = 300
 
-    func run() async throws {
-        let now = Timestamp(millisecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1000))
-        let window: TimeWindow
-        do {
-            window = TimeWindow(
-                since: try since.map { try TimeWindow.bound($0, now: now) },
-                until: try until.map { try TimeWindow.bound($0, now: now) })
-        } catch {
-            throw ValidationError("--since/--until: \(error)")
+    /// The window the options give, at `now`; throws a usage error for an unreadable or
+    /// inverted one.
+    func window(now: Timestamp) throws -> TimeWindow {
+        func bound(_ text: String?, _ name: String) throws -> Timestamp? {
+            guard let text else { return nil }
+            do { return try TimeWindow.bound(text, now: now) } catch { throw ValidationError("\(name) \(error)") }
         }
+        let window = TimeWindow(since: try bound(since, "--since"), until: try bound(until, "--until"))
+        if let inverted = TimeBound.inverted(since: window.since, until: window.until) { throw ValidationError(inverted) }
+        return window
+    }
+
+    func validate() throws {
+        if user.isEmpty { throw ValidationError("--user is empty") }
+        if timeout <= 0 { throw ValidationError("--timeout is a number of seconds, 1 or more") }
+        _ = try window(now: .wallClock)
+    }
+
+    func run() async throws {
+        let window = try window(now: .wallClock)
         let policy: FleetProfile
         do {
             policy = try FleetProfile(ProfileChoice.resolve(profile))
         } catch {
             throw ValidationError("--profile: \(error)")
         }
-        let reader = FleetTopicReader(
-            configuration: try connection.kafkaConfiguration(), namespace: connection.namespace, timeout: .seconds(timeout))
+        let reader = try await connection.reader(timeout: timeout)
         let timeline = try await Explainer.explain(user: user, window: window, profile: policy.delivery, reader: reader)
         print(json ? TimelineRendering.json(timeline) : TimelineRendering.text(timeline), terminator: "")
     }

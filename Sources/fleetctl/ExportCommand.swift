@@ -45,11 +45,14 @@ struct ExportCommand: AsyncParsableCommand {
         valueName: "N"))
     var generation: Int?
 
-    @Option(help: ArgumentHelp("First offset, or an RFC 3339 time (the first record at or after it).", valueName: "offset|time"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("First offset, or an RFC 3339 time (the first record at or after it).", valueName: "offset|time"))
     var from: String
 
-    @Option(help: ArgumentHelp("First offset not exported, or an RFC 3339 time (default: the end of the partition).", valueName: "offset|time"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("First offset not exported, or an RFC 3339 time (default: the end of the partition).", valueName: "offset|time"))
     var to: String?
+
+    @Option(help: "Give up reading after this many seconds.")
+    var timeout: Int = 300
 
     @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
     var output: String?
@@ -60,19 +63,22 @@ struct ExportCommand: AsyncParsableCommand {
         }
         guard (partition == nil) != (user == nil) else { throw ValidationError("give exactly one of --partition and --user") }
         if let generation, generation < 1 { throw ValidationError("--generation is 1 or more") }
+        if timeout <= 0 { throw ValidationError("--timeout is a number of seconds, 1 or more") }
+        _ = try RangeOptions.bounds(from: from, to: to)
     }
 
     func run() async throws {
         guard let worker = Worker(rawValue: worker) else { return }
         let scope: FleetReplay.Scope = if let user { .user(user) } else { .partition(partition ?? 0) }
-        let export = FleetExport(reader: FleetTopicReader(configuration: try connection.kafkaConfiguration(), namespace: connection.namespace))
+        let export = FleetExport(reader: try await connection.reader(timeout: timeout))
+        let bounds = try RangeOptions.bounds(from: from, to: to)
         let exported = try await export.run(
-            worker: worker, scope: scope, from: try ReplayBound(parsing: from), to: try to.map(ReplayBound.init(parsing:)),
+            worker: worker, scope: scope, from: bounds.from, to: bounds.to,
             generation: generation)
         let text = exported.result.lines.map { $0 + "\n" }.joined()
         if let output {
             guard FileManager.default.createFile(atPath: output, contents: Data(text.utf8)) else {
-                throw ValidationError("cannot write '\(output)'")
+                throw CommandFailure(.dataError, "cannot write '\(output)'")
             }
         } else {
             FileHandle.standardOutput.write(Data(text.utf8))

@@ -5,6 +5,7 @@ struct FleetCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fleetctl",
         abstract: "Operate the retention notification fleet: topics, simulation, incident analysis, dead letters, partitions.",
+        discussion: ExitStatus.table,
         subcommands: [
             TopicsCommand.self, SimulateCommand.self, ProduceCommand.self, DecisionsCommand.self,
             ExplainCommand.self, ReplayCommand.self, ExportCommand.self, DLQCommand.self, PartitionsCommand.self,

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import Logging
 import WorkerCommands
 
 /// The image ships one binary (deploy/Dockerfile): `fleetctl`, with each worker's name a symbolic
@@ -13,7 +15,16 @@ enum MultiCall {
         if let worker = WorkerCommands.command(named: name) {
             await worker.main()
         } else {
-            await FleetCtl.main()
+            // fleetctl's own log lines (and librdkafka's, see the Kafka module's LogBridge) go to
+            // standard error at FLEET_LOG_LEVEL, default warning: a tool's answer and its one
+            // error message are what an operator reads; connection retries are notices.
+            let level = ProcessInfo.processInfo.environment["FLEET_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            await FleetCtl.runMain()
         }
     }
 }

@@ -43,26 +43,33 @@ struct PartitionsCommand: AsyncParsableCommand {
         @Option(help: "Replication factor of the new topics (-1: the broker's default).") var replicationFactor: Int32 = -1
         @Flag(help: "Print the plan and what is already done; change nothing.") var dryRun = false
 
-        func run() async throws {
-            guard let worker = Worker(rawValue: worker) else {
-                throw ValidationError("unknown worker '\(self.worker)': one of \(Worker.allCases.map(\.rawValue).joined(separator: ", "))")
+        func validate() throws {
+            guard let parsed = Worker(rawValue: worker) else {
+                throw ValidationError("unknown worker '\(worker)': one of \(Worker.allCases.map(\.rawValue).joined(separator: ", "))")
             }
+            guard parsed.ownsItsLog else {
+                throw ValidationError("\(worker) folds an external topic and cannot migrate: only \(Worker.allCases.filter(\.ownsItsLog).map(\.rawValue).joined(separator: " and ")) can")
+            }
+            if to < 1 { throw ValidationError("--to is a partition count, 1 or more") }
+            if waitTimeout < 1 { throw ValidationError("--wait-timeout is a number of seconds, 1 or more") }
+        }
+
+        func run() async throws {
+            guard let worker = Worker(rawValue: worker) else { return }
+            _ = try await connection.reader(timeout: 30)
             let environment = ProcessInfo.processInfo.environment
             let groupId = WorkerSettings.groupId(
                 of: worker, configured: group ?? environment[WorkerEnvironment.groupId.name], topicPrefix: connection.namespace.prefix)
             let migration = PartitionMigration(
                 worker: worker, partitions: to, configuration: try connection.kafkaConfiguration(), namespace: connection.namespace,
                 groupId: groupId, replicationFactor: replicationFactor, waitTimeout: .seconds(waitTimeout))
-            do {
-                if dryRun {
-                    print(try await migration.plan())
-                    return
-                }
-                try await migration.run { line in print(line) }
-                print("migration complete")
-            } catch let error as PartitionMigration.MigrationError {
-                throw ValidationError(error.description)
+            // A MigrationError ("cannot go on") exits 1 with its reason (see ExitStatus).
+            if dryRun {
+                print(try await migration.plan())
+                return
             }
+            try await migration.run { line in print(line) }
+            print("migration complete")
         }
     }
 }

@@ -22,8 +22,11 @@ struct ReplayCommand: AsyncParsableCommand {
             rin.reminder.inbox for the reminder worker, the input topic for the others) on one partition: \
             --partition P, or --user U for the user's partition (murmur2 of the user id). --from is the first \
             offset replayed, --to the first offset not replayed (default: the end of the partition). Each is an \
-            offset or an RFC 3339 time; a time means the first record stamped at or after it, found by scanning \
-            the partition's timestamps.
+            offset or an RFC 3339 time; a time means the first record stamped at or after it, found with \
+            offsets-for-times (the brokers' answer is checked against the records around it; a broker that \
+            does not answer, like the local test broker, is noted once and the partition's timestamps are \
+            scanned instead). The log is read from the worker's nearest checkpoint before the range, and the \
+            history and changelog are streamed, so memory stays bounded whatever the partition holds.
 
             After a partition migration (fleetctl partitions migrate) the worker's log, history and \
             state exist per generation (rin.delivery.inbox.g2, delivery-worker.history.g2, ...), each a \
@@ -74,11 +77,14 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(help: "Replay this user's partition and compare only this user's records.")
     var user: String?
 
-    @Option(help: ArgumentHelp("First offset to replay, or an RFC 3339 time (the first record at or after it).", valueName: "offset|time"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("First offset to replay, or an RFC 3339 time (the first record at or after it).", valueName: "offset|time"))
     var from: String?
 
-    @Option(help: ArgumentHelp("First offset not replayed, or an RFC 3339 time (default: the end of the partition).", valueName: "offset|time"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("First offset not replayed, or an RFC 3339 time (default: the end of the partition).", valueName: "offset|time"))
     var to: String?
+
+    @Option(help: "Give up reading after this many seconds.")
+    var timeout: Int = 300
 
     @Option(help: ArgumentHelp("A fleetctl simulate JSONL file to study offline instead of the brokers.", valueName: "file"))
     var input: String?
@@ -107,8 +113,10 @@ struct ReplayCommand: AsyncParsableCommand {
             throw ValidationError("--worker '\(worker)' is not one of \(Worker.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard (partition == nil) != (user == nil) else { throw ValidationError("give exactly one of --partition and --user") }
-        guard from != nil else { throw ValidationError("give --from (an offset or an RFC 3339 time)") }
+        guard let from else { throw ValidationError("give --from (an offset or an RFC 3339 time)") }
         if let generation, generation < 1 { throw ValidationError("--generation is 1 or more") }
+        if timeout <= 0 { throw ValidationError("--timeout is a number of seconds, 1 or more") }
+        _ = try RangeOptions.bounds(from: from, to: to)
     }
 
     func run() async throws {
@@ -120,11 +128,12 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         guard let workerName = worker, let worker = Worker(rawValue: workerName), let fromText = from else { return }
         let scope: FleetReplay.Scope = if let user { .user(user) } else { .partition(partition ?? 0) }
+        let bounds = try RangeOptions.bounds(from: fromText, to: to)
         let request = FleetReplay.Request(
-            worker: worker, scope: scope, from: try ReplayBound(parsing: fromText), to: try to.map(ReplayBound.init(parsing:)),
+            worker: worker, scope: scope, from: bounds.from, to: bounds.to,
             baseline: baselineProfile, candidate: candidate, generation: generation,
             limits: try WorkerSettings.limits(environment: ProcessInfo.processInfo.environment))
-        let replay = FleetReplay(reader: FleetTopicReader(configuration: try connection.kafkaConfiguration(), namespace: connection.namespace))
+        let replay = FleetReplay(reader: try await connection.reader(timeout: timeout))
         let report = try await replay.run(request)
         if json, case .whatIf(let summary) = report.verdict {
             print(summary.json())
@@ -135,7 +144,7 @@ struct ReplayCommand: AsyncParsableCommand {
     }
 
     private func runOffline(_ path: String, baseline: FleetProfile, candidate: FleetProfile?) throws {
-        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read '\(path)'") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw CommandFailure(.dataError, "cannot read '\(path)'") }
         let text = String(decoding: data, as: UTF8.self)
         do {
             guard let candidate else {
@@ -145,7 +154,7 @@ struct ReplayCommand: AsyncParsableCommand {
             let summary = try InputReplay.whatIf(text, baseline: baseline, candidate: candidate)
             print(json ? summary.json() : summary.render(details: details))
         } catch {
-            throw ValidationError("\(path): \(error.description)")
+            throw CommandFailure(.dataError, "\(path): \(error.description)")
         }
     }
 
@@ -155,5 +164,19 @@ struct ReplayCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
+    }
+}
+
+/// `--from`/`--to` of `replay` and `export`, checked while parsing so that a bad value or an
+/// inverted range is a usage error (exit 64, the subcommand's usage) before anything is read.
+enum RangeOptions {
+    static func bounds(from: String, to: String?) throws -> (from: ReplayBound, to: ReplayBound?) {
+        func parse(_ text: String, _ name: String) throws -> ReplayBound {
+            do { return try ReplayBound(parsing: text) } catch { throw ValidationError("\(name) \(error.description)") }
+        }
+        let start = try parse(from, "--from")
+        let stop = try to.map { try parse($0, "--to") }
+        if let inverted = ReplayBound.inverted(from: start, to: stop) { throw ValidationError(inverted) }
+        return (start, stop)
     }
 }

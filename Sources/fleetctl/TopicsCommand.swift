@@ -1,5 +1,6 @@
 import ArgumentParser
 import FleetModel
+import FleetOperations
 import FleetWorkers
 import Foundation
 import Kafka
@@ -17,6 +18,9 @@ struct TopicsCommand: AsyncParsableCommand {
         @Option(help: "Prefix of every physical topic name. Defaults to $FLEET_TOPIC_PREFIX.")
         var topicPrefix: String?
 
+        /// The bootstrap address as given (option, else environment), for error messages.
+        var address: String? { bootstrap ?? ProcessInfo.processInfo.environment["FLEET_BOOTSTRAP_SERVERS"] }
+
         var namespace: TopicNamespace {
             TopicNamespace(prefix: topicPrefix ?? ProcessInfo.processInfo.environment["FLEET_TOPIC_PREFIX"] ?? "")
         }
@@ -31,6 +35,15 @@ struct TopicsCommand: AsyncParsableCommand {
         }
 
         func admin() throws -> KafkaAdmin { try KafkaAdmin(configuration: kafkaConfiguration()) }
+
+        /// A reader on this connection, once the brokers have answered: a wrong address fails
+        /// here, within seconds for a refused connection or an unknown host and within
+        /// `timeout` for one that does not answer, naming the address (exit 69).
+        func reader(timeout: Int) async throws -> FleetTopicReader {
+            let reader = FleetTopicReader(configuration: try kafkaConfiguration(), namespace: namespace, timeout: .seconds(timeout))
+            _ = try await reader.physicalPartitionCounts(nil)
+            return reader
+        }
     }
 
     struct Create: AsyncParsableCommand {
@@ -43,8 +56,10 @@ struct TopicsCommand: AsyncParsableCommand {
         @OptionGroup var connection: Connection
         @Option(help: "Partitions per topic.") var partitions: Int32 = 12
         @Option(help: "Replication factor (-1: the broker's default).") var replicationFactor: Int32 = -1
+        @Option(help: "Give up reaching the brokers after this many seconds.") var timeout: Int = 30
 
         func run() async throws {
+            _ = try await connection.reader(timeout: timeout)
             let admin = try connection.admin()
             try await TopicAdministration.create(
                 admin: admin, partitions: partitions, replicationFactor: replicationFactor, namespace: connection.namespace)
@@ -53,7 +68,8 @@ struct TopicsCommand: AsyncParsableCommand {
                 let name = connection.namespace.physical(spec.name)
                 print("\(name)\t\(counts[name].map(String.init) ?? "missing")\t\(spec.role.rawValue)")
             }
-            let problems = TopicAdministration.check(partitionCounts: counts, namespace: connection.namespace)
+            let generations = try await GenerationRegistry.read(configuration: try connection.kafkaConfiguration(), namespace: connection.namespace)
+            let problems = TopicAdministration.check(partitionCounts: counts, namespace: connection.namespace, generations: generations)
             for problem in problems { print("problem: \(problem)") }
             if !problems.isEmpty { throw ExitCode(1) }
         }
@@ -61,13 +77,20 @@ struct TopicsCommand: AsyncParsableCommand {
 
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Report fleet topics that are missing or not co-partitioned; exits 1 if any.")
+            abstract: "Report fleet topics that are missing or not co-partitioned; exits 1 if any.",
+            discussion: """
+                Topics are named with their prefix (--topic-prefix / FLEET_TOPIC_PREFIX). After a \
+                partition migration (fleetctl partitions migrate), every generation of a migrated \
+                worker's topics up to the one fleet.generations names is checked too.
+                """)
         @OptionGroup var connection: Connection
+        @Option(help: "Give up reaching the brokers after this many seconds.") var timeout: Int = 30
 
         func run() async throws {
-            let admin = try connection.admin()
-            let counts = try await admin.partitionCounts(topics: nil)
-            let problems = TopicAdministration.check(partitionCounts: counts, namespace: connection.namespace)
+            let reader = try await connection.reader(timeout: timeout)
+            let counts = try await reader.physicalPartitionCounts(nil)
+            let generations = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace)
+            let problems = TopicAdministration.check(partitionCounts: counts, namespace: connection.namespace, generations: generations)
             if problems.isEmpty {
                 print("ok: \(TopicSpec.all.count) topics present and co-partitioned")
                 return

@@ -53,6 +53,24 @@ import Testing
         #expect(same.json() == #"{"changes":[],"rows":[]}"#)
     }
 
+    @Test("a merged intent that becomes suppressed while its notification still goes out is an outcome change, not a lost delivery (P-COAL-1)")
+    func mergedBecomesSuppressed() {
+        let summary = WhatIfSummary(
+            recorded: [decision("i1", .delivered, "within_budget", "P-BUD-1"), decision("i2", .merged, "coalesced", "P-COAL-1"),
+                       delivery(["i1", "i2"])],
+            replayed: [decision("i1", .delivered, "within_budget", "P-BUD-1"), decision("i2", .suppressed, "day_one_limit", "P-BUD-6"),
+                       delivery(["i1"])])
+        #expect(summary.lost.isEmpty)
+        #expect(summary.changes.map(\.kind) == [.changed])
+        #expect(summary.changes.first?.key == "i2")
+        // The whole notification held back is still a delivery lost, once per intent it carried.
+        let gone = WhatIfSummary(
+            recorded: [decision("i1", .delivered, "within_budget", "P-BUD-1"), decision("i2", .merged, "coalesced", "P-COAL-1"),
+                       delivery(["i1", "i2"])],
+            replayed: [decision("i1", .suppressed, "daily_budget", "P-BUD-1"), decision("i2", .suppressed, "daily_budget", "P-BUD-1")])
+        #expect(gone.lost.map(\.key) == ["i1", "i2"])
+    }
+
     @Test("a generated delivery (no intent) is keyed by its notification id")
     func generatedDelivery() {
         let summary = WhatIfSummary(recorded: [delivery([], notification: "retention.digest", id: "g1")], replayed: [])

@@ -59,11 +59,31 @@ struct WorkerConfigurationTests {
         counts["staging.delivery-worker.state"] = 4
         counts["staging.rin.reminders"] = nil
         #expect(TopicAdministration.check(partitionCounts: counts, namespace: namespace).map(\.description) == [
-            "missing topic rin.reminders",
-            "delivery-worker: topics are not co-partitioned: rin.app.activity=8, rin.delivery.inbox=8, delivery-worker.state=4, delivery-worker.history=8",
+            "missing topic staging.rin.reminders",
+            "delivery-worker: topics are not co-partitioned: staging.rin.app.activity=8, staging.rin.delivery.inbox=8, staging.delivery-worker.state=4, staging.delivery-worker.history=8",
         ])
         // Topics outside the namespace are not the fleet's.
         #expect(TopicAdministration.check(partitionCounts: counts, namespace: TopicNamespace()).count == TopicSpec.all.count)
+    }
+
+    @Test("topics check after a migration checks the generation the worker runs on")
+    func topicCheckGenerations() {
+        var counts = Dictionary(uniqueKeysWithValues: TopicSpec.all.map { ("staging." + $0.name, 4) })
+        let namespace = TopicNamespace(prefix: "staging.")
+        let migrated = GenerationMap(entries: [.delivery: GenerationEntry(worker: .delivery, generation: 2, partitions: 8, phase: .active)])
+        let second = Worker.delivery.topics(generation: 2)
+        #expect(TopicAdministration.check(partitionCounts: counts, namespace: namespace, generations: migrated).map(\.description) == [
+            "missing topic staging.rin.delivery.inbox.g2 (delivery-worker generation 2)",
+            "missing topic staging.delivery-worker.state.g2 (delivery-worker generation 2)",
+            "missing topic staging.delivery-worker.history.g2 (delivery-worker generation 2)",
+            "missing topic staging.rin.delivery.inbox.g2.dlq (delivery-worker generation 2)",
+        ])
+        for name in second.all { counts["staging." + name] = 8 }
+        #expect(TopicAdministration.check(partitionCounts: counts, namespace: namespace, generations: migrated).isEmpty)
+        counts["staging." + second.history] = 4
+        #expect(TopicAdministration.check(partitionCounts: counts, namespace: namespace, generations: migrated).map(\.description) == [
+            "delivery-worker (generation 2): topics are not co-partitioned: staging.rin.delivery.inbox.g2=8, staging.delivery-worker.state.g2=8, staging.delivery-worker.history.g2=4",
+        ])
     }
 
     @Test("the namespace maps logical names to physical ones and back")

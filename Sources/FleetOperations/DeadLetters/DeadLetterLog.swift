@@ -20,12 +20,13 @@ public struct DeadLetterLog: Sendable {
     /// something else); counted so that the tool can say it skipped them.
     public let unreadable: Int
 
-    /// Sorts `messages` of the DLQ topic into dead letters and markers.
-    public init(topic: String, messages: [KafkaMessage]) {
+    /// Sorts `messages` of the DLQ topic into dead letters and markers; `unreadable` counts
+    /// records a streaming read already dropped as neither.
+    public init(topic: String, messages: [KafkaMessage], unreadable dropped: Int = 0) {
         self.topic = topic
         var letters: [DeadLetter] = []
         var markers: [SourceCoordinates: [RedriveMarker]] = [:]
-        var unreadable = 0
+        var unreadable = dropped
         for message in messages.sorted(by: { ($0.partition, $0.offset) < ($1.partition, $1.offset) }) {
             if let marker = RedriveMarker(message) {
                 markers[marker.deadLetter, default: []].append(marker)

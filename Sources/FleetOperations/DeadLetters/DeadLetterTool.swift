@@ -15,11 +15,23 @@ public struct DeadLetterTool: Sendable {
         TopicSpec.all.filter { $0.role == .deadLetter }.map { String($0.name.dropLast(".dlq".count)) }
     }
 
-    /// The dead-letter topic of `topic` read to its end as of now.
-    public func log(of topic: String) async throws -> DeadLetterLog {
+    /// The dead-letter topic of `topic` read to its end as of now, streamed: only the dead
+    /// letters `selection` names (all when it is empty) and the redrive markers are kept, so
+    /// `dlq show --id` on a large DLQ holds one record, not the topic.
+    public func log(of topic: String, selection: DeadLetterSelection = DeadLetterSelection()) async throws -> DeadLetterLog {
         guard Self.sourceTopics.contains(topic) else { throw DeadLetterError.notADeadLetterTopic(topic, known: Self.sourceTopics) }
-        let messages = try await reader.read([Topics.deadLetter(of: topic)])
-        return DeadLetterLog(topic: topic, messages: messages)
+        var kept: [KafkaMessage] = []
+        var unreadable = 0
+        try await reader.stream(try await reader.beginnings(of: [Topics.deadLetter(of: topic)])) { message in
+            if RedriveMarker(message) != nil {
+                kept.append(message)
+            } else if let letter = DeadLetter(message) {
+                if selection.matches(letter) { kept.append(message) }
+            } else {
+                unreadable += 1
+            }
+        }
+        return DeadLetterLog(topic: topic, messages: kept, unreadable: unreadable)
     }
 
     /// `log` with the originals of its referenced dead letters (those `selection` names) read
@@ -31,10 +43,17 @@ public struct DeadLetterTool: Sendable {
         var resolved = log
         for (index, entry) in log.entries.enumerated() where selection.matches(entry.letter) {
             guard let reference = entry.letter.reference else { continue }
-            let start = [TopicPartition(reference.topic, reference.partition): reference.offset]
-            let messages = try await reader.read([reference.topic], partitions: [reference.partition], from: start)
+            // Only the one record is wanted: the stream stops at it instead of reading the
+            // rest of the partition.
+            var found: KafkaMessage?
+            do {
+                try await reader.stream([TopicPartition(reference.topic, reference.partition): reference.offset]) { message in
+                    if message.offset == reference.offset { found = message }
+                    throw StopReading()
+                }
+            } catch is StopReading {}
             var letter = entry.letter
-            if let original = messages.first(where: { $0.offset == reference.offset }), let value = original.value,
+            if let original = found, let value = original.value,
                value.count == reference.valueBytes, KafkaRecords.sha256Hex(value) == reference.sha256
             {
                 letter.value = value

@@ -16,7 +16,8 @@ public enum Explainer {
         user: String, window: TimeWindow, profile: PolicyProfile, reader: FleetTopicReader
     ) async throws -> UserTimeline {
         let registry = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace)
-        let log = try await UserLog.read(user: user, from: reader, generations: registry.entry(for: .delivery).generation)
+        let log = try await UserLog.read(
+            user: user, from: reader, generations: registry.entry(for: .delivery).generation, since: window.since)
         return UserTimeline(log: log, window: window, profile: profile)
     }
 }

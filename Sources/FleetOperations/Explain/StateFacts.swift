@@ -46,7 +46,9 @@ public struct StateFacts: Sendable {
         var facts: [StateFact] = []
         func add(_ key: String, _ text: String) { facts.append(StateFact(key: key, text: text)) }
 
-        add("time_zone", view.timeZone.map { "time zone \($0.identifier)" } ?? "time zone not set (UTC)")
+        // The engine stores UTC as "no zone" (P-TIME-1's default), so a user who set UTC and
+        // one who never set a zone have the same state: say both.
+        add("time_zone", view.timeZone.map { "time zone \($0.identifier)" } ?? "time zone UTC (set to UTC, or never set: UTC is the default)")
         if let own = view.quietHours {
             add("quiet_hours", "quiet hours \(own.start)–\(own.end) \(zone.identifier) (user setting)")
         } else {

@@ -1,4 +1,5 @@
-import FleetModel
+import Foundation
+public import FleetModel
 import FleetWorkers
 public import Kafka
 
@@ -76,23 +77,31 @@ public struct UserLog: Sendable {
         return own.map(\.log) + own.map(\.history) + outputTopics
     }
 
+    /// How far before `--since` an explanation starts reading the log and the outputs, so the
+    /// chains of intents shown keep the arrival and the deferrals that came before the window
+    /// (a deferral waits at most until the next morning, a digest a day).
+    public static let lookback: TimeSpan = .days(2)
+
     /// Reads the user's partition of every topic of `topics(generations:)`, each to its end as of
-    /// the call.
+    /// the call, streaming, and keeps only what the explanation can use: the user's history and
+    /// outputs, and of the log the user's own records plus the records of the steps those name
+    /// (a tick or another user's record that fired the user's timers). Memory grows with the
+    /// user's records, not the partition's.
+    ///
+    /// With `since`, the log and the outputs are read from `since` less `lookback`, found with
+    /// offsets-for-times (checked, with a scanning fallback: `FleetTopicReader.offsets(atOrAfter:in:)`);
+    /// the history, whose timestamps are the workers' clocks rather than log time, is read whole.
     ///
     /// The partition is computed per topic with the producers' partitioner, so each generation is
     /// read where this user's records went, and a topic whose partition count drifted (which
     /// `fleetctl topics check` reports) still is.
-    public static func read(user: String, from reader: FleetTopicReader, generations: Int = 1) async throws -> UserLog {
+    public static func read(
+        user: String, from reader: FleetTopicReader, generations: Int = 1, since: Timestamp? = nil
+    ) async throws -> UserLog {
         let names = topics(generations: generations)
         let counts = try await reader.partitionCounts(names)
-        var byPartition: [Int32: [String]] = [:]
-        for topic in names {
-            let count = counts[topic] ?? 1
-            byPartition[KeyPartitioner.partition(forKey: user, partitions: count), default: []].append(topic)
-        }
-        var messages: [KafkaMessage] = []
-        for (partition, group) in byPartition.sorted(by: { $0.key < $1.key }) {
-            messages += try await reader.read(group, partitions: [partition])
+        func place(_ topic: String) -> TopicPartition {
+            TopicPartition(topic, KeyPartitioner.partition(forKey: user, partitions: counts[topic] ?? 1))
         }
         let logs = (1...max(1, generations)).map { generation in
             let topic = Worker.delivery.topics(generation: generation).log
@@ -102,12 +111,55 @@ public struct UserLog: Sendable {
                 partitionCount: count)
         }
         let histories = Set((1...max(1, generations)).map { Worker.delivery.topics(generation: $0).history })
-        let logNames = Set(logs.map(\.topic))
-        return UserLog(
-            userId: user, generations: logs,
-            inbox: messages.filter { logNames.contains($0.topic) },
-            history: messages.filter { histories.contains($0.topic) },
-            outputs: messages.filter { outputTopics.contains($0.topic) })
+        let logNames = logs.map(\.topic)
+        var starts: [TopicPartition: Int64] = [:]
+        for topic in names { starts[place(topic)] = KafkaConsumer.beginning }
+        if let since {
+            let seekable = (logNames + outputTopics).map(place)
+            for (partition, offset) in try await reader.offsets(atOrAfter: since - lookback, in: seekable) { starts[partition] = offset }
+        }
+        let userKey = Array(user.utf8)
+
+        // The user's history and outputs first: they name the log positions and stems to keep.
+        var history: [KafkaMessage] = []
+        var outputs: [KafkaMessage] = []
+        var positions = Set<SourceCoordinates>()
+        var stems = Set<String>()
+        let decoder = JSONDecoder()
+        try await reader.stream(starts.filter { !logNames.contains($0.key.topic) }) { message in
+            guard message.key == userKey else { return }
+            if histories.contains(message.topic) {
+                history.append(message)
+                if let value = message.value, let place = try? decoder.decode(HistoryInput.self, from: Data(value)) {
+                    positions.insert(place.input)
+                }
+            } else {
+                outputs.append(message)
+                if let value = message.value, let record = try? RecordCodec.decode(value, topic: message.topic),
+                   let colon = record.id.lastIndex(of: ":")
+                {
+                    stems.insert(String(record.id[..<colon]))
+                }
+            }
+        }
+        var inbox: [KafkaMessage] = []
+        try await reader.stream(starts.filter { logNames.contains($0.key.topic) }) { message in
+            if message.key == userKey || positions.contains(KafkaRecords.coordinates(message)) || stems.contains(stem(of: message)) {
+                inbox.append(message)
+            }
+        }
+        return UserLog(userId: user, generations: logs, inbox: inbox, history: history, outputs: outputs)
+    }
+
+    /// The prefix every output id of this record's step shares (see `OutputIDs`).
+    static func stem(of message: KafkaMessage) -> String {
+        let origin = KafkaRecords.origin(of: message)
+        return origin.index.map { "\(origin.coordinates):\($0)" } ?? origin.coordinates.description
+    }
+
+    /// Where a history change's step is in the log.
+    private struct HistoryInput: Decodable {
+        var input: SourceCoordinates
     }
 }
 

@@ -110,7 +110,7 @@ public struct FleetExport: Sendable {
         worker: Worker, scope: FleetReplay.Scope, from: ReplayBound, to: ReplayBound?, generation: Int? = nil
     ) async throws -> Exported {
         let topics = try await WorkerTopics.resolve(worker: worker, generation: generation, reader: reader)
-        let read = try await RangeReader(reader: reader, topics: topics).read(scope: scope, from: from, to: to, withChangelogs: false)
+        let read = try await RangeReader(reader: reader, topics: topics).read(scope: scope, from: from, to: to)
         let user: String? = if case .user(let user) = scope { user } else { nil }
         return Exported(topics: topics, range: read.range, result: SimulationExport.lines(read.rangeLog, topics: topics, user: user))
     }

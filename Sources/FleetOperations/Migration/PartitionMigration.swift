@@ -173,18 +173,30 @@ public struct PartitionMigration: Sendable {
 
         // 4. re-key
         let new = worker.topics(generation: target.generation)
-        let changelog = try await reader.read([old.state])
-        let records = try rekeyedChangelog(changelog, cuts: cuts, topic: namespace.physical(new.state))
+        // Streamed: the old changelog through the restore rule (per user its committed state),
+        // the history copied 5 000 records at a time, so memory stays bounded by the users.
+        let records = try await rekeyedChangelog(reader: reader, old: old, cuts: cuts, topic: namespace.physical(new.state))
         _ = try await producer.send(records.records)
         report("re-keyed \(records.users) user states into \(namespace.physical(new.state)) (log time \(records.logTime?.description ?? "none"))")
-        let oldHistory = try await reader.read([old.history])
-        let copied = StateRekeying.copiedOrigins(in: try await reader.read([new.history]))
-        let copies = StateRekeying.historyCopies(
-            of: oldHistory, cuts: cuts, alreadyCopied: copied, partitions: partitions, topic: namespace.physical(new.history))
-        for chunk in stride(from: 0, to: copies.count, by: 5000) {
-            _ = try await producer.send(Array(copies[chunk..<min(chunk + 5000, copies.count)]))
+        var copied = Set<String>()
+        try await reader.stream(try await reader.beginnings(of: [new.history])) { message in
+            copied.formUnion(StateRekeying.copiedOrigins(in: [message]))
         }
-        report("copied \(copies.count) history records into \(namespace.physical(new.history)) (\(copied.count) were already there)")
+        var pending: [ProducerRecord] = []
+        var copiedNow = 0
+        let alreadyCopied = copied
+        try await reader.stream(try await reader.beginnings(of: [old.history])) { message in
+            pending += StateRekeying.historyCopies(
+                of: [message], cuts: cuts, alreadyCopied: alreadyCopied, partitions: partitions, topic: namespace.physical(new.history))
+            if pending.count >= 5000 {
+                _ = try await producer.send(pending)
+                copiedNow += pending.count
+                pending.removeAll(keepingCapacity: true)
+            }
+        }
+        _ = try await producer.send(pending)
+        copiedNow += pending.count
+        report("copied \(copiedNow) history records into \(namespace.physical(new.history)) (\(copied.count) were already there)")
 
         // 5. activate
         var active = target
@@ -204,7 +216,11 @@ public struct PartitionMigration: Sendable {
         let deadline = ContinuousClock.now.advanced(by: waitTimeout)
         var lastMissing: [Int32] = []
         while true {
-            let cuts = StateRekeying.cuts(in: try await reader.read([old.state]), generation: generation)
+            var cutRecords: [KafkaMessage] = []
+            try await reader.stream(try await reader.beginnings(of: [old.state])) { message in
+                if StateRekeying.isCut(message) { cutRecords.append(message) }
+            }
+            let cuts = StateRekeying.cuts(in: cutRecords, generation: generation)
             let missing = (0..<Int32(count)).filter { cuts[$0] == nil }
             if missing.isEmpty { return cuts }
             if missing != lastMissing {
@@ -224,15 +240,19 @@ public struct PartitionMigration: Sendable {
         var logTime: Timestamp?
     }
 
-    private func rekeyedChangelog(_ changelog: [KafkaMessage], cuts: [Int32: Int64], topic: String) throws -> Rekeyed {
-        func rekey<State: Codable & Hashable & Sendable>(_ type: State.Type) throws -> Rekeyed {
-            let (states, logTime) = try StateRekeying.committedStates(in: changelog, cuts: cuts, as: type)
+    private func rekeyedChangelog(
+        reader: FleetTopicReader, old: GenerationTopics, cuts: [Int32: Int64], topic: String
+    ) async throws -> Rekeyed {
+        func rekey<State: Codable & Hashable & Sendable>(_ type: State.Type) async throws -> Rekeyed {
+            var committed = StateRekeying.CommittedStates<State>(cuts: cuts)
+            try await reader.stream(try await reader.beginnings(of: [old.state])) { message in try committed.add(message) }
+            let (states, logTime) = committed.result
             let records = try StateRekeying.changelogRecords(states: states, logTime: logTime, partitions: partitions, topic: topic)
             return Rekeyed(records: records, users: states.count, logTime: logTime)
         }
         switch worker {
-        case .delivery: return try rekey(DeliveryEngine.State.self)
-        case .reminder: return try rekey(ReminderState.self)
+        case .delivery: return try await rekey(DeliveryEngine.State.self)
+        case .reminder: return try await rekey(ReminderState.self)
         case .score, .sync, .access:
             throw MigrationError(description: "\(worker.rawValue) does not own its log")
         }

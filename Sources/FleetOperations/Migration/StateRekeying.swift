@@ -33,19 +33,41 @@ public enum StateRekeying {
     public static func committedStates<State: Codable & Hashable & Sendable>(
         in changelog: [KafkaMessage], cuts: [Int32: Int64], as _: State.Type
     ) throws -> (states: [String: State], logTime: Timestamp?) {
-        var partitions: [Int32: StateRestorer<State>.Builder] = [:]
+        var committed = CommittedStates<State>(cuts: cuts)
         for message in changelog.sorted(by: { ($0.partition, $0.offset) < ($1.partition, $1.offset) }) {
+            try committed.add(message)
+        }
+        return committed.result
+    }
+
+    /// `committedStates`, one changelog record at a time (in offset order within each
+    /// partition; partitions may interleave), so a migration streams the old changelog instead
+    /// of holding it: memory grows with the users, not the records.
+    public struct CommittedStates<State: Codable & Hashable & Sendable> {
+        public let cuts: [Int32: Int64]
+        private var partitions: [Int32: StateRestorer<State>.Builder] = [:]
+
+        public init(cuts: [Int32: Int64]) { self.cuts = cuts }
+
+        public mutating func add(_ message: KafkaMessage) throws {
             guard let cut = cuts[message.partition] else {
                 throw RekeyError(description: "partition \(message.partition) of \(message.topic) has no cut")
             }
             partitions[message.partition, default: StateRestorer.Builder(committed: cut)]
                 .apply(try ChangelogRecords.entry(of: message, as: State.self))
         }
-        // A user lives on one old partition; log time never goes backwards, so the latest wins.
-        var states: [String: State] = [:]
-        for partition in partitions.values { states.merge(partition.states) { _, new in new } }
-        return (states, partitions.values.compactMap(\.logTime).max())
+
+        /// Every user's committed state and the latest log time of any partition.
+        public var result: (states: [String: State], logTime: Timestamp?) {
+            // A user lives on one old partition; log time never goes backwards, so the latest wins.
+            var states: [String: State] = [:]
+            for partition in partitions.values { states.merge(partition.states) { _, new in new } }
+            return (states, partitions.values.compactMap(\.logTime).max())
+        }
     }
+
+    /// Whether `message` is a cut record (the only kind `cuts(in:generation:)` reads).
+    public static func isCut(_ message: KafkaMessage) -> Bool { kind(of: message) == ChangelogRecords.Kind.cut.rawValue }
 
     /// The new generation's changelog records: one state per user on its new partition, and a
     /// position per new partition, all at input offset -1. Users in id order, so a repeated

@@ -78,20 +78,35 @@ public struct FleetReplay: Sendable {
     public func run(_ request: Request) async throws -> Report {
         let topics = try await WorkerTopics.resolve(worker: request.worker, generation: request.generation, reader: reader)
         let rangeReader = RangeReader(reader: reader, topics: topics)
-        let read = try await rangeReader.read(scope: request.scope, from: request.from, to: request.to, withChangelogs: true)
+        let partition = try await rangeReader.partition(of: request.scope)
+        let bounds = try await rangeReader.offsets(partition: partition, from: request.from, to: request.to)
         let user: String? = if case .user(let user) = request.scope { user } else { nil }
         let profile = request.candidate ?? request.baseline
-        let replayed = try await WorkerProcessors.visit(
+        let rerun = try await WorkerProcessors.visit(
             request.worker, profile: profile,
-            Rerun(log: read.log, history: read.history, changelog: read.changelog, range: read.range, topics: topics, limits: request.limits))
+            Rerun(rangeReader: rangeReader, partition: partition, bounds: bounds, given: (request.from, request.to), limits: request.limits))
+        let replayed = rerun.replayed
+        let read = rerun.read
 
+        // Only the outputs the range's steps wrote (their id stems) and its dead letters are kept.
+        let stems = replayed.stems
         var outputs: [KafkaMessage] = []
         var deadLetters: [KafkaMessage] = []
-        for message in try await rangeReader.recordedOutputs(partition: read.range.partition) {
+        let recordedOutputs = try await rangeReader.recordedOutputs(partition: read.range.partition) { message in
+            if message.topic == topics.deadLetter {
+                guard let source = message.header(KafkaRecords.Header.sourceOffset).flatMap({ Int64(String(decoding: $0, as: UTF8.self)) })
+                else { return false }
+                return read.range.contains(source)
+            }
+            guard let value = message.value, let record = try? RecordCodec.decode(value),
+                  let stem = PartitionReplay.stem(ofId: record.id) else { return false }
+            return stems.contains(String(stem))
+        }
+        for message in recordedOutputs {
             if message.topic == topics.deadLetter { deadLetters.append(message) } else { outputs.append(message) }
         }
         let recorded = RecordedRange(
-            outputs: outputs, deadLetters: deadLetters, history: read.history, range: read.range,
+            outputs: outputs, deadLetters: deadLetters, history: rerun.rangeHistory, range: read.range,
             stems: replayed.stems, topics: topics, user: user)
         let mine = { (record: ComparedRecord) in user == nil || record.userId == user }
         let verdict: Verdict
@@ -112,34 +127,66 @@ public struct FleetReplay: Sendable {
             replayedOutputs: replayed.outputs.filter(mine))
     }
 
-    /// Rebuilds the start state and re-runs the range with whichever processor the worker runs.
+    /// What the re-run read and produced.
+    private struct RerunResult: Sendable {
+        var read: RangeReader.Read
+        var replayed: ReplayedRange
+        /// The recorded history changes of the range's records.
+        var rangeHistory: [KafkaMessage]
+    }
+
+    /// Rebuilds the start state and re-runs the range with whichever processor the worker runs,
+    /// streaming: the history and the changelog go through `StartState.Builder` (per user only
+    /// the images that matter), then the log is read from the nearest checkpoint (the last
+    /// history change or position record) before the range, not from its beginning, and only
+    /// the range's records are kept.
     private struct Rerun: WorkerProcessorVisitor {
-        let log: [KafkaMessage]
-        let history: [KafkaMessage]
-        let changelog: [KafkaMessage]
-        let range: ReplayRange
-        let topics: WorkerTopics
+        let rangeReader: RangeReader
+        let partition: Int32
+        let bounds: (from: Int64, to: Int64?)
+        let given: (ReplayBound, ReplayBound?)
         let limits: RecordLimits
 
-        func visit<P: UserProcessor>(_ processor: P) async throws -> ReplayedRange {
-            var changes: [HistoryChange<P.State>] = []
-            for message in history { changes.append(try HistoryChange<P.State>(message)) }
-            var entries: [ChangelogRecords.Entry<P.State>] = []
-            for message in changelog {
-                do {
-                    entries.append(try ChangelogRecords.entry(of: message, as: P.State.self))
-                } catch {
-                    throw ReplayError("\(topics.state): \(error.description)")
+        func visit<P: UserProcessor>(_ processor: P) async throws -> RerunResult {
+            let topics = rangeReader.topics
+            var builder = StartState<P.State>.Builder(start: bounds.from)
+            var rangeHistory: [KafkaMessage] = []
+            try await rangeReader.stream(topics.history, partition: partition) { message in
+                // A migrated generation's history starts with copies of the previous one's (header
+                // `fleet-copied-from`), whose input offsets are the previous log's: not this log's.
+                guard message.header(StateRekeying.copiedFromHeader) == nil else { return }
+                let change = try HistoryChange<P.State>(message)
+                builder.add(change)
+                if change.inputOffset >= bounds.from, bounds.to.map({ change.inputOffset < $0 }) ?? true {
+                    rangeHistory.append(message)
                 }
             }
-            let points = log.filter { $0.offset < range.from }.map { message in
-                StartState<P.State>.LogPoint(
-                    offset: message.offset, timestamp: message.timestamp.map(Timestamp.init(millisecondsSinceEpoch:)),
-                    decodes: (try? KafkaRecords.decode(message, limits: limits)) != nil)
+            try await rangeReader.stream(topics.state, partition: partition) { message in
+                let entry: ChangelogRecords.Entry<P.State>
+                do {
+                    entry = try ChangelogRecords.entry(of: message, as: P.State.self)
+                } catch {
+                    throw ReplayError("\(topics.state): \(error)")
+                }
+                builder.add(entry)
             }
-            let start = StartState<P.State>.before(range.from, history: changes, changelog: entries, log: points)
-            return try PartitionReplay.run(
-                processor, from: start, log: log.filter { range.contains($0.offset) }, topics: topics, limits: limits)
+
+            let checkpoint = builder.checkpointOffset
+            var rangeLog: [KafkaMessage] = []
+            let start = checkpoint.map { $0 + 1 }.map { min($0, bounds.from) }
+            let next = try await rangeReader.streamLog(partition: partition, start: start, stop: bounds.to) { message in
+                if message.offset < bounds.from {
+                    builder.add(StartState<P.State>.LogPoint(
+                        offset: message.offset, timestamp: message.timestamp.map(Timestamp.init(millisecondsSinceEpoch:)),
+                        decodes: (try? KafkaRecords.decode(message, limits: limits)) != nil))
+                } else {
+                    rangeLog.append(message)
+                }
+            }
+            let range = try ReplayRange.checked(partition: partition, from: bounds.from, to: bounds.to ?? next ?? bounds.from, given: given)
+            let read = RangeReader.Read(range: range, rangeLog: rangeLog.filter { range.contains($0.offset) })
+            let replayed = try PartitionReplay.run(processor, from: builder.state, log: read.rangeLog, topics: topics, limits: limits)
+            return RerunResult(read: read, replayed: replayed, rangeHistory: rangeHistory)
         }
     }
 }

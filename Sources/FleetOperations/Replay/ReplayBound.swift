@@ -19,6 +19,20 @@ public enum ReplayBound: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The error text of `--from`/`--to` that give an empty or inverted range by themselves
+    /// (two offsets, or two times, the first not before the second); nil otherwise. A mixed pair
+    /// is checked once the time is resolved to an offset (`ReplayRange.resolve`).
+    public static func inverted(from: ReplayBound, to: ReplayBound?) -> String? {
+        switch (from, to) {
+        case (.offset(let start), .offset(let stop)?) where start >= stop:
+            return "--from offset \(start) is not before --to offset \(stop): the range is empty (--to is the first offset not replayed)"
+        case (.time(let start), .time(let stop)?) where start >= stop:
+            return "--from \(start.rfc3339) is not before --to \(stop.rfc3339): the range is empty (did you swap them?)"
+        default:
+            return nil
+        }
+    }
+
     public var description: String {
         switch self {
         case .offset(let offset): "offset \(offset)"

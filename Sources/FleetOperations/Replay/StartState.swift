@@ -49,15 +49,37 @@ public struct StartState<State: Codable & Hashable & Sendable>: Sendable {
     public static func before(
         _ start: Int64, history: [HistoryChange<State>], changelog: [ChangelogRecords.Entry<State>], log: [LogPoint]
     ) -> StartState {
-        var lastBefore: [String: HistoryChange<State>] = [:]
-        var firstFrom: [String: HistoryChange<State>] = [:]
-        var checkpoint: (offset: Int64, time: Timestamp)?
-        func note(_ offset: Int64, _ time: Timestamp) {
+        var builder = Builder(start: start)
+        for change in history { builder.add(change) }
+        for entry in changelog { builder.add(entry) }
+        for point in log { builder.add(point) }
+        return builder.state
+    }
+
+    /// `before`, one record at a time, so a replay streams the history, the changelog and the
+    /// log instead of holding them: it keeps per user only the images that can matter (the last
+    /// change below `start`, the first at or after it, the last stored state below it) and the
+    /// latest checkpoint, so memory grows with the partition's users, not its records. Feed
+    /// every history change and changelog entry first; then the log's records from
+    /// `checkpointOffset + 1` on (earlier ones cannot move the log time past the checkpoint's,
+    /// so a replay reads the log only from the nearest checkpoint before its range).
+    public struct Builder: Sendable {
+        public let start: Int64
+        private var lastBefore: [String: HistoryChange<State>] = [:]
+        private var firstFrom: [String: HistoryChange<State>] = [:]
+        private var stored: [String: (offset: Int64, state: State)] = [:]
+        private var checkpoint: (offset: Int64, time: Timestamp)?
+        private var logTimeAfterCheckpoint: Timestamp?
+
+        public init(start: Int64) { self.start = start }
+
+        private mutating func note(_ offset: Int64, _ time: Timestamp) {
             guard offset < start else { return }
             if let current = checkpoint, (current.offset, current.time) >= (offset, time) { return }
             checkpoint = (offset, time)
         }
-        for change in history {
+
+        public mutating func add(_ change: HistoryChange<State>) {
             if change.inputOffset < start {
                 if (lastBefore[change.userId]?.inputOffset ?? Int64.min) <= change.inputOffset { lastBefore[change.userId] = change }
                 note(change.inputOffset, change.logTime)
@@ -65,8 +87,8 @@ public struct StartState<State: Codable & Hashable & Sendable>: Sendable {
                 firstFrom[change.userId] = change
             }
         }
-        var stored: [String: (offset: Int64, state: State)] = [:]
-        for entry in changelog {
+
+        public mutating func add(_ entry: ChangelogRecords.Entry<State>) {
             switch entry {
             case .state(let user, let inputOffset, let state) where inputOffset < start:
                 if (stored[user]?.offset ?? Int64.min) <= inputOffset { stored[user] = (inputOffset, state) }
@@ -77,23 +99,33 @@ public struct StartState<State: Codable & Hashable & Sendable>: Sendable {
             }
         }
 
-        var states: [String: State] = [:]
-        for user in Set(lastBefore.keys).union(firstFrom.keys).union(stored.keys) {
-            if let change = lastBefore[user] {
-                states[user] = change.after
-            } else if let change = firstFrom[user] {
-                if let before = change.before { states[user] = before }
-            } else if let entry = stored[user] {
-                states[user] = entry.state
-            }
+        /// The offset of the latest checkpoint below `start` (a history change's or a position
+        /// record's input offset); nil when there is none and the log must be read from its
+        /// first record.
+        public var checkpointOffset: Int64? { checkpoint?.offset }
+
+        /// A record of the log; only those after the checkpoint and before `start` count.
+        public mutating func add(_ point: LogPoint) {
+            let after = checkpoint?.offset ?? Int64.min
+            guard point.offset > after, point.offset < start, point.decodes else { return }
+            let base = logTimeAfterCheckpoint ?? checkpoint?.time
+            let time = point.timestamp ?? base ?? Timestamp(millisecondsSinceEpoch: 0)
+            logTimeAfterCheckpoint = max(base ?? time, time)
         }
 
-        var logTime = checkpoint?.time
-        let after = checkpoint?.offset ?? Int64.min
-        for point in log where point.offset > after && point.offset < start && point.decodes {
-            let time = point.timestamp ?? logTime ?? Timestamp(millisecondsSinceEpoch: 0)
-            logTime = max(logTime ?? time, time)
+        /// The fold's content before `start` from what was added.
+        public var state: StartState {
+            var states: [String: State] = [:]
+            for user in Set(lastBefore.keys).union(firstFrom.keys).union(stored.keys) {
+                if let change = lastBefore[user] {
+                    states[user] = change.after
+                } else if let change = firstFrom[user] {
+                    if let before = change.before { states[user] = before }
+                } else if let entry = stored[user] {
+                    states[user] = entry.state
+                }
+            }
+            return StartState(states: states, logTime: logTimeAfterCheckpoint ?? checkpoint?.time)
         }
-        return StartState(states: states, logTime: logTime)
     }
 }

@@ -15,7 +15,8 @@ public import FleetModel
 /// - **Intents** an upstream worker emitted, by id (a what-if of an upstream worker).
 ///
 /// A delivery lost is one recorded but not replayed, filed under the rule and reason of the
-/// replayed decision that now holds it back; a delivery gained is filed under the recorded
+/// replayed decision that now holds it back (an intent merged or digested into a notification
+/// that still goes out for another intent loses no delivery: that is an outcome change); a delivery gained is filed under the recorded
 /// decision that held it back before. An outcome change is an intent delivered (or not) on both
 /// sides whose final decision differs in outcome, reason or rule, filed under the replayed one.
 public struct WhatIfSummary: Sendable {
@@ -81,8 +82,21 @@ public struct WhatIfSummary: Sendable {
                 kind: kind, key: key, userId: user, notification: types[key] ?? "?",
                 recorded: verdictKey.flatMap { old.verdicts[$0] }, replayed: verdictKey.flatMap { new.verdicts[$0] }))
         }
-        for key in old.delivered.subtracting(new.delivered) { change(.lost, key, verdictKey: key) }
-        for key in new.delivered.subtracting(old.delivered) { change(.gained, key, verdictKey: key) }
+        // An intent that only rode along in a notification (merged into it, or digested) while
+        // that notification still goes out for another intent cost the user no delivery: its
+        // change of outcome is an outcome change, not a delivery lost or gained.
+        func rodeAlong(_ key: String, on side: Side, stillSentOn other: Side) -> Bool {
+            guard let outcome = side.verdicts[key]?.outcome,
+                  outcome == DecisionOutcome.merged.rawValue || outcome == DecisionOutcome.digested.rawValue
+            else { return false }
+            return side.companions[key, default: []].contains { $0 != key && other.delivered.contains($0) }
+        }
+        for key in old.delivered.subtracting(new.delivered) {
+            change(rodeAlong(key, on: old, stillSentOn: new) ? .changed : .lost, key, verdictKey: key)
+        }
+        for key in new.delivered.subtracting(old.delivered) {
+            change(rodeAlong(key, on: new, stillSentOn: old) ? .changed : .gained, key, verdictKey: key)
+        }
         for key in old.intents.subtracting(new.intents) { change(.lost, key, verdictKey: nil) }
         for key in new.intents.subtracting(old.intents) { change(.gained, key, verdictKey: nil) }
         for (key, verdict) in old.verdicts {
@@ -150,6 +164,8 @@ public struct WhatIfSummary: Sendable {
         var verdicts: [String: Verdict] = [:]
         var users: [String: String] = [:]
         var types: [String: String] = [:]
+        /// Per delivered intent, the intents of the delivery it went out in.
+        var companions: [String: [String]] = [:]
 
         init(_ records: [FleetRecord]) {
             var final: [String: Decision] = [:]
@@ -159,6 +175,7 @@ public struct WhatIfSummary: Sendable {
                     let keys = delivery.mergedIntents.isEmpty ? ["notification:" + delivery.notificationId] : delivery.mergedIntents
                     for key in keys {
                         delivered.insert(key)
+                        companions[key, default: []] += delivery.mergedIntents
                         users[key] = delivery.userId
                         types[key] = types[key] ?? delivery.notification
                     }

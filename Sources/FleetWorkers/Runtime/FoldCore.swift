@@ -271,7 +271,7 @@ actor FoldCore<P: UserProcessor> {
             logger.info("partition restored", metadata: [
                 "partition": "\(layout.foldedTopic)[\(partition)]", "states": "\(result.states.count)",
                 "changelog_records": "\(result.recordsRead)", "committed_offset": "\(committed[partition].map(String.init) ?? "none")",
-                "log_time": "\(result.logTime?.description ?? "none")", "seconds": "\(seconds)",
+                "log_time": "\(result.logTime?.description ?? "none")", "seconds": "\(LogValues.seconds(seconds))",
             ])
         }
         guard !seeks.isEmpty else { return }

@@ -327,7 +327,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
             }
             _ = try await markerProducer.send(cuts)
             logger.info("cut the previous generation", metadata: [
-                "partitions": "\(request.carried.keys.sorted())", "committed": "\(committed.sorted { $0.key < $1.key })",
+                "partitions": "\(request.carried.keys.sorted())", "committed": "\(LogValues.offsets(committed))",
             ])
         }
         await lock.withLock { await core.finishCarry(committed: committed, request: request) }

@@ -1,11 +1,13 @@
 import CRdKafka
 
-/// Builds an `rd_kafka_conf_t` from properties. The caller owns the result until it is passed to
-/// `rd_kafka_new` (which takes ownership on success only).
+/// Builds an `rd_kafka_conf_t` from properties, with librdkafka's log lines routed through
+/// swift-log (`LogBridge`). The caller owns the result until it is passed to `rd_kafka_new`
+/// (which takes ownership on success only).
 func makeRdKafkaConf(_ properties: [String: String]) throws(KafkaError) -> OpaquePointer {
     guard let conf = rd_kafka_conf_new() else {
         throw KafkaError(RD_KAFKA_RESP_ERR__FAIL, detail: "rd_kafka_conf_new failed")
     }
+    LogBridge.install(on: conf)
     var errstr = [CChar](repeating: 0, count: 512)
     for (name, value) in properties.sorted(by: { $0.key < $1.key }) {
         let result = rd_kafka_conf_set(conf, name, value, &errstr, errstr.count)
