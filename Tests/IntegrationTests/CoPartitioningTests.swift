@@ -10,7 +10,9 @@ import Testing
 @Suite("Co-partitioning at start-up", .enabled(if: FleetHarness.brokerAvailable))
 struct CoPartitioningTests {
     /// Runs the delivery worker binary on `fleet`'s namespace and returns its exit status and
-    /// stderr, failing if it is still running after `limit`.
+    /// stderr, failing if it is still running after `limit` ("promptly": it refuses before
+    /// joining its group; the limit is generous because a loaded CI machine starts processes
+    /// slowly, and a seconds figure belongs in a benchmark, not a test).
     private func runDeliveryWorker(on fleet: FleetHarness, limit: Duration = .seconds(20)) async throws -> (status: Int32, stderr: String) {
         let process = Process()
         process.executableURL = try ShutdownTests.executable("delivery-worker")
@@ -47,10 +49,8 @@ struct CoPartitioningTests {
         ])
         defer { Task { await fleet.tearDown() } }
 
-        let started = ContinuousClock.now
         let (status, stderr) = try await runDeliveryWorker(on: fleet)
         #expect(status != 0)
-        #expect(ContinuousClock.now - started < .seconds(10), "refusing took \(ContinuousClock.now - started)")
         let p = fleet.namespace.prefix
         #expect(stderr.contains(
             "delivery-worker refuses to start: topics are not co-partitioned: \(p)rin.app.activity=2, \(p)rin.delivery.inbox=2, \(p)delivery-worker.state=3, \(p)delivery-worker.history=2"),
@@ -63,10 +63,8 @@ struct CoPartitioningTests {
         let fleet = try await namespace([Topics.deliveryInbox: 2, worker.stateTopic: 2])
         defer { Task { await fleet.tearDown() } }
 
-        let started = ContinuousClock.now
         let (status, stderr) = try await runDeliveryWorker(on: fleet)
         #expect(status != 0)
-        #expect(ContinuousClock.now - started < .seconds(10), "refusing took \(ContinuousClock.now - started)")
         let p = fleet.namespace.prefix
         #expect(stderr.contains(
             "delivery-worker refuses to start: missing topic(s) \(p)rin.app.activity, \(p)delivery-worker.history"),
