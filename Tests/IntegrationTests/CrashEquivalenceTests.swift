@@ -37,13 +37,13 @@ struct CrashEquivalenceTests {
     static let trafficSeed: UInt64 = 0x5EED_C4A5_0001
 
     @Test("at_least_once: SIGKILLs between produce and commit change no output record (P-IDEM-1, P-BUD-1)",
-          .timeLimit(.minutes(4)))
+          .timeLimit(.minutes(6)))
     func atLeastOnce() async throws {
         try await Self.compare(guarantee: .atLeastOnce)
     }
 
     @Test("exactly_once: SIGKILLs mid-transaction change no output record; aborted copies are exact (P-IDEM-1, P-BUD-1)",
-          .timeLimit(.minutes(4)))
+          .timeLimit(.minutes(6)))
     func exactlyOnce() async throws {
         try await Self.compare(guarantee: .exactlyOnce)
     }
