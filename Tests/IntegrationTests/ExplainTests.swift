@@ -251,7 +251,7 @@ struct ExplainTimelineTests {
 
 /// `fleetctl explain` against the local broker: the delivery worker runs on the runtime, and
 /// `Explainer.explain` (what the command calls) reads the user's partition back.
-@Suite("Explain on the broker", .enabled(if: FleetHarness.brokerAvailable), .serialized, .timeLimit(.minutes(3)))
+@Suite("Explain on the broker", .enabled(if: FleetHarness.brokerAvailable), .serialized, .timeLimit(.minutes(5)))
 struct ExplainBrokerTests {
     @Test("explain reads the user's partition: the suppressed (P-BUD-1) and deferred (P-DND-1) chains equal the in-memory fold's")
     func explainsFromTheBroker() async throws {

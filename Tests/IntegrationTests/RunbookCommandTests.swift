@@ -11,7 +11,7 @@ import Testing
 /// a delivery worker's recorded run: what an on-call engineer types is what is tested. The
 /// libraries behind them are tested in depth by ExplainTests, ReplayTests and
 /// DeadLetterRedriveTests; the migration command by PartitionMigrationTests.
-@Suite("Runbook commands", .enabled(if: FleetHarness.brokerAvailable), .timeLimit(.minutes(3)))
+@Suite("Runbook commands", .enabled(if: FleetHarness.brokerAvailable), .timeLimit(.minutes(5)))
 struct RunbookCommandTests {
     @Test("explain, replay, export and dlq as the runbook types them (P-BUD-1, P-DND-1, P-IDEM-1)")
     func runbookCommands() async throws {

@@ -60,7 +60,7 @@ struct ScalingTests {
 
     @Test(
         "two members, a third joins, one leaves by SIGTERM, one is killed, one comes back, under load: whole user partitions per member and even shares after every step, the fault-free output, every security intent delivered, budgets kept across the moves (P-BUD-1, P-IDEM-1)",
-        .timeLimit(.minutes(4)))
+        .timeLimit(.minutes(6)))
     func scaleUnderLoad() async throws {
         let fleet = try await FleetHarness.make(partitions: 4)
         defer { Task { await fleet.tearDown() } }
@@ -158,7 +158,7 @@ struct ScalingTests {
 
     @Test(
         "every partition handed over twice, gracefully then by SIGKILL mid-stream: the fault-free output, one decision per intent, budgets kept across both moves (P-BUD-1, P-IDEM-1)",
-        .timeLimit(.minutes(3)))
+        .timeLimit(.minutes(5)))
     func handoverUnderLoad() async throws {
         let fleet = try await FleetHarness.make(partitions: 4)
         defer { Task { await fleet.tearDown() } }
