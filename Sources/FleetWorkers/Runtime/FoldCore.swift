@@ -715,7 +715,6 @@ actor FoldCore<P: UserProcessor> {
         }
     }
 
-    /// `commit_transaction`, retried while librdkafka says a retry can succeed.
     /// The crash drill (`FLEET_CRASH_DRILL_AFTER_UNITS`): dies like a killed pod — no shutdown
     /// hook, nothing flushed or committed — right after the n-th unit's records were acknowledged
     /// and before its offsets (or its transaction) are committed: the window in which a crash
@@ -730,6 +729,7 @@ actor FoldCore<P: UserProcessor> {
         kill(getpid(), SIGKILL)
     }
 
+    /// `commit_transaction`, retried while librdkafka says a retry can succeed.
     private func commitTransaction() async throws(KafkaError) {
         var attempt = 0
         while true {

@@ -192,47 +192,38 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     }
 
     /// One partition's changelog read in offset order under the restore rule of `Builder`,
-    /// keeping images undecoded.
+    /// keeping images undecoded: `Builder` decides which state records count and keeps the log
+    /// time and the cut; the images it would decode are kept here instead.
     struct ImageCollector: Sendable {
-        let committed: Int64?
+        private var rule: Builder
         var images: [String: KeptImage] = [:]
-        var logTime: Timestamp?
-        var cut: (generation: Int, committedOffset: Int64)?
         var recordsRead = 0
 
-        init(committed: Int64?) { self.committed = committed }
+        init(committed: Int64?) { rule = Builder(committed: committed) }
+
+        var logTime: Timestamp? { rule.logTime }
+        var cut: (generation: Int, committedOffset: Int64)? { rule.cut }
 
         mutating func read(_ message: KafkaMessage) throws(ChangelogRecords.ReadError) {
             recordsRead += 1
             let isState = message.headers.first { $0.name == ChangelogRecords.kindHeader }?.value == ChangelogRecords.stateKindBytes
-            if isState, let value = message.value, let key = message.key, value.first != UInt8(ascii: "{"),
+            guard isState else {
+                rule.apply(try ChangelogRecords.entry(of: message, as: State.self))
+                return
+            }
+            if let value = message.value, let key = message.key, value.first != UInt8(ascii: "{"),
                let peek = ChangelogRecords.peekState(value), peek.format == ChangelogRecords.envelopeFormat {
-                guard peek.inputOffset < (committed ?? 0) else { return }
+                guard rule.isCommitted(peek.inputOffset) else { return }
                 images[String(decoding: key, as: UTF8.self)] = KeptImage(
                     value: value, range: peek.image, offset: message.offset, read: nil)
                 return
             }
-            if isState {
-                // A JSON envelope (before binary images), or one this fast path does not read:
-                // the full reader takes it, or names what is wrong with it.
-                let image = try ChangelogRecords.stateImage(of: message)
-                guard image.inputOffset < (committed ?? 0) else { return }
-                images[image.userId] = KeptImage(
-                    value: [], range: 0..<0, offset: message.offset, read: image)
-                return
-            }
-            switch try ChangelogRecords.entry(of: message, as: State.self) {
-            case .state:
-                break  // handled above
-            case .position(let inputOffset, let time):
-                if inputOffset < (committed ?? 0) { logTime = time }
-            case .marker:
-                break
-            case .cut(let generation, let offset):
-                if cut == nil { cut = (generation, offset) }
-            }
+            // A JSON envelope (before binary images), or one this fast path does not read: the
+            // full reader takes it, or names what is wrong with it.
+            let image = try ChangelogRecords.stateImage(of: message)
+            guard rule.isCommitted(image.inputOffset) else { return }
+            images[image.userId] = KeptImage(value: [], range: 0..<0, offset: message.offset, read: image)
         }
-
     }
 
     /// One partition's changelog read in offset order, under the restore rule: per user the
