@@ -125,18 +125,8 @@ extension KafkaConsumer {
         _ offsets: [TopicPartition: Int64], configuration: KafkaConfiguration, groupId: String,
         settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120)
     ) async throws -> [KafkaMessage] {
-        var readerConfiguration = configuration
-        readerConfiguration["group.id"] = groupId
-        readerConfiguration["enable.partition.eof"] = "false"
-        readerConfiguration["isolation.level"] = "read_committed"
-        let consumer = try KafkaConsumer(configuration: readerConfiguration)
-        do {
-            let messages = try await consumer.readToEnd(offsets, settle: settle, timeout: timeout)
-            await consumer.close()
-            return messages
-        } catch {
-            await consumer.close()
-            throw error
+        try await withReader(configuration: configuration, groupId: groupId, prefetchKilobytes: nil) { consumer in
+            try await consumer.readToEnd(offsets, settle: settle, timeout: timeout)
         }
     }
 
@@ -145,17 +135,32 @@ extension KafkaConsumer {
         _ offsets: [TopicPartition: Int64], configuration: KafkaConfiguration, groupId: String,
         settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120), body: ([KafkaMessage]) async throws -> Void
     ) async throws {
+        // librdkafka prefetches up to queued.max.messages.kbytes per partition (64 MiB by
+        // default): bound it, so a read of many partitions stays small.
+        try await withReader(configuration: configuration, groupId: groupId, prefetchKilobytes: "8192") { consumer in
+            try await consumer.readToEnd(offsets, settle: settle, timeout: timeout, body: body)
+        }
+    }
+
+    /// Runs `read` with a reading consumer of its own (see `readToEnd(_:configuration:groupId:)`)
+    /// and closes it afterwards whatever happens. `prefetchKilobytes` sets
+    /// `queued.max.messages.kbytes` unless `configuration` does.
+    private static func withReader<Result>(
+        configuration: KafkaConfiguration, groupId: String, prefetchKilobytes: String?,
+        _ read: (KafkaConsumer) async throws -> Result
+    ) async throws -> Result {
         var readerConfiguration = configuration
         readerConfiguration["group.id"] = groupId
         readerConfiguration["enable.partition.eof"] = "false"
         readerConfiguration["isolation.level"] = "read_committed"
-        // librdkafka prefetches up to queued.max.messages.kbytes per partition (64 MiB by
-        // default): bound it, so a read of many partitions stays small.
-        if readerConfiguration["queued.max.messages.kbytes"] == nil { readerConfiguration["queued.max.messages.kbytes"] = "8192" }
+        if let prefetchKilobytes, readerConfiguration["queued.max.messages.kbytes"] == nil {
+            readerConfiguration["queued.max.messages.kbytes"] = prefetchKilobytes
+        }
         let consumer = try KafkaConsumer(configuration: readerConfiguration)
         do {
-            try await consumer.readToEnd(offsets, settle: settle, timeout: timeout, body: body)
+            let result = try await read(consumer)
             await consumer.close()
+            return result
         } catch {
             await consumer.close()
             throw error
