@@ -55,8 +55,7 @@ final class WorkerProcesses: Sendable {
     /// Whether `process` (slot's) died by its crash drill: it was started armed and ended by
     /// SIGKILL that nobody here sent. Disarms the slot and counts the drill when so.
     private func diedByDrill(_ slot: Slot, _ process: Process) -> Bool {
-        guard !process.isRunning, process.terminationReason == .uncaughtSignal, process.terminationStatus == SIGKILL
-        else { return false }
+        guard Self.endedBySIGKILL(process) else { return false }
         let drilled = drill.withLock { state in
             guard state.armedIncarnations.remove(slot) != nil else { return false }
             state.armed[slot] = nil
@@ -64,6 +63,11 @@ final class WorkerProcesses: Sendable {
         }
         if drilled { counts.withLock { $0.drills += 1 } }
         return drilled
+    }
+
+    /// How a crash drill ends a process (and a kill from here, which `kill` tells apart).
+    private static func endedBySIGKILL(_ process: Process) -> Bool {
+        !process.isRunning && process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
     }
 
     /// Slots whose process died by its crash drill since the last call; they are no longer
@@ -142,10 +146,8 @@ final class WorkerProcesses: Sendable {
         let armed = drill.withLock { $0.armedIncarnations }
         return running.withLock { processes in
             processes.compactMap { slot, process in
-                if process.isRunning { return nil }
-                let drilled = armed.contains(slot) && process.terminationReason == .uncaughtSignal
-                    && process.terminationStatus == SIGKILL
-                return drilled ? nil : (slot, process.terminationStatus)
+                if process.isRunning || (armed.contains(slot) && Self.endedBySIGKILL(process)) { return nil }
+                return (slot, process.terminationStatus)
             }
         }
     }
