@@ -15,18 +15,7 @@ import Testing
     func deliveryStatesAgree() async {
         let checked = StatesChecked()
         await propertyCheck(count: 150, input: Gen.uint64(in: 0...UInt64.max)) { seed in
-            let traffic = RandomTraffic(seed: seed)
-            guard var scenario = try? Scenario(profile: EnginePropertyTests.profile) else {
-                Issue.record("no scenario")
-                return
-            }
-            var states: Set<DeliveryState> = []
-            for line in traffic.lines {
-                try? scenario.feed(line.input)
-                states.formUnion(scenario.deliveryStates.values)
-            }
-            scenario.advance(to: traffic.end)
-            states.formUnion(scenario.deliveryStates.values)
+            let states = StateImageTests.states(seed: seed)
             for state in states {
                 let new = try? CanonicalJSONEncoder.encode(state)
                 #expect(new == state.serialized(), "seed \(seed): \(String(decoding: state.serialized(), as: UTF8.self))")

@@ -85,10 +85,14 @@ import Testing
         }
     }
 
-    /// Distinct states the engine reaches on the random traffic of `seed`.
+    /// Distinct states the engine reaches on the random traffic of `seed` (an issue is
+    /// recorded, and none returned, if the scenario cannot be built).
     static func states(seed: UInt64) -> Set<DeliveryState> {
         let traffic = RandomTraffic(seed: seed)
-        guard var scenario = try? Scenario(profile: EnginePropertyTests.profile) else { return [] }
+        guard var scenario = try? Scenario(profile: EnginePropertyTests.profile) else {
+            Issue.record("no scenario")
+            return []
+        }
         var states: Set<DeliveryState> = []
         for line in traffic.lines {
             try? scenario.feed(line.input)
