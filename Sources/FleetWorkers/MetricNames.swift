@@ -9,7 +9,8 @@ public enum MetricNames {
     public static let recordsIn = "fleet_records_in_total"
     /// Counter. Records written, by `topic` (outputs, forwards, ticks, state, history, DLQ).
     public static let recordsOut = "fleet_records_out_total"
-    /// Gauge. High watermark minus committed offset, by `topic` and `partition`.
+    /// Gauge. High watermark (asked of the partition leader every second) minus the offset this
+    /// member committed or restored at, by `topic` and `partition`.
     public static let consumerLag = "fleet_consumer_lag"
     /// Histogram (seconds). Time to commit one unit, by `guarantee`: the transaction commit
     /// under exactly-once, acknowledgements plus offset commit under at-least-once.

@@ -165,6 +165,7 @@ actor FoldCore<P: UserProcessor> {
             }
             folded[partition] = FoldPartition(phase: .active, fold: kept.fold, nextOffset: committed[partition], lastActivity: .now)
             seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
+            if let offset = committed[partition] { committedOffsets[TopicPartition(layout.foldedTopic, partition)] = offset }
             rest.partitions[partition] = nil
         }
         guard !seeks.isEmpty else { return rest }
@@ -265,6 +266,7 @@ actor FoldCore<P: UserProcessor> {
             folded[partition] = FoldPartition(
                 phase: .active, fold: fold, nextOffset: committed[partition], lastActivity: .now)
             seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
+            if let offset = committed[partition] { committedOffsets[TopicPartition(layout.foldedTopic, partition)] = offset }
             observer?.restoredStates(count: result.states.count)
             let seconds = RuntimeClock.seconds(result.duration)
             if seconds > 0 { observer?.restoreRate(statesPerSecond: Double(result.states.count) / seconds) }
@@ -789,16 +791,25 @@ actor FoldCore<P: UserProcessor> {
         reportRestoring()
     }
 
-    /// Lag per assigned partition: high watermark minus what this member committed.
-    func reportLag() {
-        guard let observer else { return }
+    /// The partitions whose lag this member reports, each with the input offset it last
+    /// committed or restored at (nil before either: the lag reporter asks the group).
+    func lagBases() -> [TopicPartition: Int64?] {
+        var bases: [TopicPartition: Int64?] = [:]
         var partitions = folded.keys.map { TopicPartition(layout.foldedTopic, $0) }
         if let ingestTopic = layout.ingestTopic { partitions += ingest.map { TopicPartition(ingestTopic, $0) } }
         if let carriedTopic = layout.carriedTopic { partitions += carried.keys.map { TopicPartition(carriedTopic, $0) } }
-        for partition in partitions {
-            guard let high = consumer.cachedWatermarks(partition)?.high else { continue }
-            let base = committedOffsets[partition] ?? 0
-            observer.setLag(topic: settings.topics.logical(partition.topic) ?? partition.topic, partition: Int(partition.partition), lag: max(0, high - base))
+        for partition in partitions { bases[partition] = committedOffsets[partition] }
+        return bases
+    }
+
+    /// Publishes lags measured outside the fold (`WorkerRuntime.reportLag`), skipping
+    /// partitions revoked meanwhile: a gauge for a partition this member no longer holds would
+    /// never be cleared.
+    func publishLag(_ lags: [TopicPartition: Int64]) {
+        guard let observer else { return }
+        let held = lagBases()
+        for (partition, lag) in lags where held.keys.contains(partition) {
+            observer.setLag(topic: settings.topics.logical(partition.topic) ?? partition.topic, partition: Int(partition.partition), lag: lag)
         }
     }
 

@@ -15,9 +15,10 @@ public import ServiceLifecycle
 /// reaches the logic by being read back from the log.
 ///
 /// Tasks (one structured group): the consume loop folds batches; the housekeeping loop commits
-/// idle units, writes ticks, re-checks partition counts and reports lag; the restore loop
-/// rebuilds newly assigned partitions. All three and the rebalance handler serialise on one
-/// `AsyncLock`, so a rebalance sees either no unit or a committed one.
+/// idle units, writes ticks and re-checks partition counts; the restore loop rebuilds newly
+/// assigned partitions. These three and the rebalance handler serialise on one `AsyncLock`, so
+/// a rebalance sees either no unit or a committed one. The lag reporter asks the brokers
+/// outside the lock, so a slow answer never delays a commit.
 public struct WorkerRuntime<P: UserProcessor>: Service {
     public let settings: WorkerSettings
     public let processor: P
@@ -136,6 +137,9 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                     try await housekeeping(core: core, lock: lock, layout: layout, admin: admin, generations: generations)
                 }
                 group.addTask {
+                    await reportLag(core: core, consumer: consumer)
+                }
+                group.addTask {
                     await restoreLoop(
                         requests: requests, restorer: restorer, consumer: consumer, markerProducer: markerProducer,
                         core: core, lock: lock, layout: layout)
@@ -197,7 +201,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     }
 
     /// Commits units that stopped growing, writes ticks, re-checks partition counts and the
-    /// generation registry, reports lag. Ends the run (throwing `GenerationChanged`) when the
+    /// generation registry. Ends the run (throwing `GenerationChanged`) when the
     /// worker's own generation entry changed or a partition it would fold was cut.
     private func housekeeping(
         core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout, admin: KafkaAdmin, generations: GenerationMap
@@ -208,7 +212,6 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         step = max(step, .milliseconds(5))
         let started = ContinuousClock.now
         var lastMetadataCheck = ContinuousClock.now
-        var lastLagReport = ContinuousClock.now
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             try? await Task.sleep(for: step)
             let now = ContinuousClock.now
@@ -220,10 +223,6 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 if let fatal = await core.fatal { throw fatal }
             }
             if now - started >= .seconds(30) { await core.joinGracePassed() }
-            if now - lastLagReport >= .seconds(5) {
-                lastLagReport = now
-                await core.reportLag()
-            }
             if let stale = await core.staleLayout {
                 let current = (try? await GenerationRegistry.read(
                     configuration: settings.producerConfiguration, namespace: settings.topics, admin: admin)) ?? generations
