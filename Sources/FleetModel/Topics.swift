@@ -100,8 +100,12 @@ public struct TopicSpec: Hashable, Sendable {
                 name: worker.historyTopic, role: .history,
                 configs: ["cleanup.policy": "delete", "retention.ms": String(14 * 86_400_000)]))
         }
+        // LogAppendTime: a dead letter's own timestamp is when it was dead-lettered (what `dlq
+        // list --since` filters by); the failed record's timestamp travels in its
+        // `source-timestamp` header.
         for input in inputs + [Topics.deliveryInbox, Topics.reminderInbox] {
-            specs.append(TopicSpec(name: Topics.deadLetter(of: input), role: .deadLetter))
+            specs.append(TopicSpec(
+                name: Topics.deadLetter(of: input), role: .deadLetter, configs: ["message.timestamp.type": "LogAppendTime"]))
         }
         specs.append(TopicSpec(name: Topics.generations, role: .control, configs: ["cleanup.policy": "compact"]))
         return specs

@@ -103,6 +103,10 @@ public enum KafkaRecords {
         public static let sourcePartition = "source-partition"
         public static let sourceOffset = "source-offset"
         public static let sourceIndex = "source-index"
+        /// On a dead letter: the failed record's own timestamp (milliseconds since the epoch).
+        /// The dead letter's timestamp is when it was dead-lettered where its topic is
+        /// `LogAppendTime` (as `fleetctl topics create` makes it), so the record's travels here.
+        public static let sourceTimestamp = "source-timestamp"
         /// On a redriven copy: the coordinates of the dead letter it was made from.
         public static let redrivenFrom = "redriven-from"
         /// On a dead letter whose original value was too large to carry: `reference` (the value
@@ -126,8 +130,9 @@ public enum KafkaRecords {
         ]
     }
 
-    /// The dead-letter copy of `message`: original key and value, and headers naming the error
-    /// and where the record came from (DESIGN.md principle 7).
+    /// The dead-letter copy of `message`: original key, value and timestamp, and headers naming
+    /// the error, where the record came from (DESIGN.md principle 7) and its timestamp (which
+    /// a `LogAppendTime` dead-letter topic replaces with the time it was dead-lettered).
     ///
     /// "Where it came from" is the record's origin, the identity its ids derive from: where it
     /// was read, except for a record carrying trusted provenance (see `origin(of:)`), such as a
@@ -145,6 +150,7 @@ public enum KafkaRecords {
         let keyBytes = message.key?.count ?? 0
         let valueBytes = message.value?.count ?? 0
         var headers = [KafkaHeader(Header.error, error.message)] + originHeaders(message) + extraHeaders
+        if let timestamp = message.timestamp { headers.append(KafkaHeader(Header.sourceTimestamp, String(timestamp))) }
         var key = message.key
         var value = message.value
         if keyBytes + valueBytes > limits.maxRecordBytes {

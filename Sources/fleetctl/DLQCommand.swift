@@ -38,11 +38,19 @@ struct DLQCommand: AsyncParsableCommand {
 
         // `.unconditional`: `--since -5h` is a value, not an unknown option.
         @Option(parsing: .unconditional, help: ArgumentHelp(
-            "Only dead letters whose record is this recent: RFC 3339 time or an age (90m, 6h, 2d).", valueName: "time"))
+            "Only records dead-lettered this recently: RFC 3339 time or an age (90m, 6h, 2d).", valueName: "time"))
         var since: String?
 
-        @Option(parsing: .unconditional, help: ArgumentHelp("Only dead letters whose record is not later than this (same forms).", valueName: "time"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("Only records dead-lettered no later than this (same forms).", valueName: "time"))
         var until: String?
+
+        @Option(name: .customLong("record-since"), parsing: .unconditional, help: ArgumentHelp(
+            "Only dead letters whose failed record's own timestamp is this recent (same forms).", valueName: "time"))
+        var recordSince: String?
+
+        @Option(name: .customLong("record-until"), parsing: .unconditional, help: ArgumentHelp(
+            "Only dead letters whose failed record's own timestamp is no later than this (same forms).", valueName: "time"))
+        var recordUntil: String?
 
         @Option(help: "Give up reading the DLQ topic after this many seconds.")
         var timeout: Int = 120
@@ -57,6 +65,9 @@ struct DLQCommand: AsyncParsableCommand {
             let chosen = try selection()
             if let since = chosen.since, let until = chosen.until, since > until {
                 throw ValidationError("--since \(since.rfc3339) is after --until \(until.rfc3339): the range is empty (did you swap them?)")
+            }
+            if let since = chosen.recordSince, let until = chosen.recordUntil, since > until {
+                throw ValidationError("--record-since \(since.rfc3339) is after --record-until \(until.rfc3339): the range is empty (did you swap them?)")
             }
         }
 
@@ -76,11 +87,24 @@ struct DLQCommand: AsyncParsableCommand {
                 }
                 return time
             }
-            return DeadLetterSelection(ids: parsed, since: try bound(since, "since"), until: try bound(until, "until"))
+            return DeadLetterSelection(
+                ids: parsed, since: try bound(since, "since"), until: try bound(until, "until"),
+                recordSince: try bound(recordSince, "record-since"), recordUntil: try bound(recordUntil, "record-until"))
         }
 
         func tool(_ connection: TopicsCommand.Connection) async throws -> DeadLetterTool {
             DeadLetterTool(reader: try await connection.reader(timeout: timeout))
+        }
+
+        /// Says once on stderr when --since/--until had to judge dead letters by their record's
+        /// own time (a dead-letter topic still on CreateTime, or a broker ignoring LogAppendTime).
+        func noteRecordTimeFallback(_ entries: [DeadLetterLog.Entry], selection chosen: DeadLetterSelection) {
+            let judged = entries.filter { chosen.judgedByRecordTime($0.letter) }.count
+            guard judged > 0 else { return }
+            let note = "note: \(judged) dead letter(s) of \(Topics.deadLetter(of: topic)) carry no dead-letter time "
+                + "(the topic is not message.timestamp.type=LogAppendTime, or the broker ignores it): "
+                + "--since/--until judged them by their record's own time\n"
+            FileHandle.standardError.write(Data(note.utf8))
         }
     }
 
@@ -88,19 +112,23 @@ struct DLQCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List dead letters: time, id, user, type, status (pending / redriven to …), error.",
             discussion: """
-                Reads <topic>.dlq to its end as of the call (nothing is consumed or committed). The time \
-                is the failed record's own timestamp. A dead letter whose copy failed again appears \
-                twice with the same id: the older one redriven, the newer one pending.
+                Reads <topic>.dlq to its end as of the call (nothing is consumed or committed). \
+                `dead-lettered` is when the worker wrote the dead letter (the broker's append time: \
+                dead-letter topics are LogAppendTime), `record time` the failed record's own \
+                timestamp; --since/--until select by the first, --record-since/--record-until by \
+                the second. A dead letter whose copy failed again appears twice with the same id: \
+                the older one redriven, the newer one pending.
                 """)
         @OptionGroup var connection: TopicsCommand.Connection
         @OptionGroup var selection: Selection
-        @Flag(help: "One JSON object per line (keys: id, dead_letter, time, user_id, type, error, status, redriven_to, redriven_from, key, value).")
+        @Flag(help: "One JSON object per line (keys: id, dead_letter, dead_lettered_at, time, user_id, type, error, status, redriven_to, redriven_from, key, value).")
         var json = false
 
         func run() async throws {
             let chosen = try selection.selection()
             let log = try await selection.tool(connection).log(of: selection.topic, selection: chosen)
             let entries = log.entries(matching: chosen)
+            selection.noteRecordTimeFallback(entries, selection: chosen)
             if json {
                 if !entries.isEmpty { print(DeadLetterRendering.jsonLines(entries)) }
             } else if entries.isEmpty {

@@ -81,4 +81,55 @@ struct DeadLetterPlanTests {
             selection: DeadLetterSelection(ids: [try #require(DeadLetterID("rin.app.activity:0:4"))]), replacementValue: Array(moved.utf8)), namespace: TopicNamespace())
         #expect(plan.copies.first?.record.key == Array("w".utf8))
     }
+
+    @Test("--since/--until select by when a record was dead-lettered (the LogAppendTime stamp), --record-since/--record-until by the record's own time; a dead letter without a dead-letter time falls back to its record's time and is flagged")
+    func deadLetterTimeAndRecordTime() throws {
+        // As a worker writes it now: the failed record's time in `source-timestamp`, and the
+        // broker's append time as the dead letter's own timestamp.
+        var appended = letter(offset: 0, origin: 4, value: signup, at: 50_000)
+        appended.headers.append(KafkaHeader(KafkaRecords.Header.sourceTimestamp, "1000"))
+        appended.timestampType = .logAppendTime
+        // As a CreateTime topic (or a broker ignoring LogAppendTime) holds it: no dead-letter time.
+        let created = letter(offset: 1, origin: 9, value: signup, at: 2_000)
+        let log = DeadLetterLog(topic: Topics.appActivity, messages: [appended, created])
+        let first = try #require(log.entries.first?.letter)
+        #expect(first.timestamp == Timestamp(millisecondsSinceEpoch: 1_000) && first.deadLetteredAt == Timestamp(millisecondsSinceEpoch: 50_000))
+        let second = try #require(log.entries.last?.letter)
+        #expect(second.timestamp == Timestamp(millisecondsSinceEpoch: 2_000) && second.deadLetteredAt == nil)
+
+        let recent = DeadLetterSelection(since: Timestamp(millisecondsSinceEpoch: 40_000))
+        #expect(log.entries(matching: recent).map(\.letter.id.description) == ["rin.app.activity:0:4"])
+        let recentRecords = DeadLetterSelection(recordSince: Timestamp(millisecondsSinceEpoch: 1_500))
+        #expect(log.entries(matching: recentRecords).map(\.letter.id.description) == ["rin.app.activity:0:9"])
+        let early = DeadLetterSelection(since: Timestamp(millisecondsSinceEpoch: 1_500), until: Timestamp(millisecondsSinceEpoch: 3_000))
+        #expect(log.entries(matching: early).map(\.letter.id.description) == ["rin.app.activity:0:9"])
+        #expect(early.judgedByRecordTime(second) && !early.judgedByRecordTime(first))
+        #expect(!DeadLetterSelection(recordSince: Timestamp(millisecondsSinceEpoch: 0)).judgedByRecordTime(second))
+
+        // A redrive re-sends the record with its own time, not the dead letter's.
+        let plan = try RedrivePlan(log: log, request: RedriveRequest(selection: recent), namespace: TopicNamespace())
+        #expect(plan.copies.map(\.record.timestamp) == [1_000])
+    }
+
+    @Test("a worker's dead letter carries the failed record's timestamp twice: as its own (CreateTime topics) and in source-timestamp (which LogAppendTime keeps)")
+    func deadLetterCarriesRecordTime() {
+        let failed = KafkaMessage(topic: Topics.appActivity, partition: 2, offset: 7, key: Array("u".utf8), value: Array("{".utf8),
+                                  timestamp: 1_234, timestampType: .createTime)
+        let record = KafkaRecords.deadLetter(failed, error: RecordError("bad"), in: TopicNamespace())
+        #expect(record.timestamp == 1_234)
+        #expect(record.headers.contains(KafkaHeader(KafkaRecords.Header.sourceTimestamp, "1234")))
+    }
+
+    @Test("replay: a dead letter recorded before source-timestamp existed matches its replay, which has it; a different value still differs")
+    func replayForgivesOnlyAnAddedHeader() {
+        let base = [KafkaHeader("error", "bad"), KafkaHeader("source-topic", Topics.appActivity)]
+        func compared(_ headers: [KafkaHeader]) -> ComparedRecord {
+            ComparedRecord(topic: dlq, key: "source 0:4", userId: "u", value: Array("x".utf8), headers: headers, timestamp: 5)
+        }
+        let replayed = compared(base + [KafkaHeader(KafkaRecords.Header.sourceTimestamp, "5")])
+        #expect(compared(base).matches(replayed))
+        #expect(replayed.matches(replayed))
+        #expect(!compared(base + [KafkaHeader(KafkaRecords.Header.sourceTimestamp, "6")]).matches(replayed))
+        #expect(!compared([KafkaHeader("error", "other")]).matches(replayed))
+    }
 }

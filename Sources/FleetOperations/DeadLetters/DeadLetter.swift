@@ -4,7 +4,8 @@ public import FleetWorkers
 public import Kafka
 
 /// One record of a `<topic>.dlq` topic as the worker wrote it (`KafkaRecords.deadLetter`): the
-/// failed record's key, value and timestamp, the error, and the failed record's identity.
+/// failed record's key, value and timestamp, the error, the failed record's identity, and when
+/// it was dead-lettered.
 public struct DeadLetter: Hashable, Sendable {
     public var id: DeadLetterID
     /// Where the dead letter itself is (logical `<topic>.dlq` name).
@@ -12,8 +13,13 @@ public struct DeadLetter: Hashable, Sendable {
     public var error: String
     public var key: [UInt8]?
     public var value: [UInt8]?
-    /// The failed record's timestamp, which the dead letter keeps.
+    /// The failed record's own timestamp: its `source-timestamp` header, else (dead letters
+    /// written before that header) the dead letter's timestamp unless the broker set it.
     public var timestamp: Timestamp?
+    /// When it was dead-lettered: the dead letter's timestamp where the broker set it on append
+    /// (`LogAppendTime`, as `fleetctl topics create` makes dead-letter topics); nil on a
+    /// dead-letter topic still on `CreateTime`, or a broker that ignores the setting.
+    public var deadLetteredAt: Timestamp?
     public var headers: [KafkaHeader]
     /// Set when the failed record was itself a redriven copy: the dead letter it came from.
     public var redrivenFrom: String?
@@ -38,7 +44,14 @@ public struct DeadLetter: Hashable, Sendable {
         error = message.text(KafkaRecords.Header.error) ?? ""
         key = message.key
         value = message.value
-        timestamp = message.timestamp.map { Timestamp(millisecondsSinceEpoch: $0) }
+        let own = message.timestamp.map { Timestamp(millisecondsSinceEpoch: $0) }
+        let appended = message.timestampType == .logAppendTime
+        if let header = message.text(KafkaRecords.Header.sourceTimestamp), let milliseconds = Int64(header) {
+            timestamp = Timestamp(millisecondsSinceEpoch: milliseconds)
+        } else {
+            timestamp = appended ? nil : own
+        }
+        deadLetteredAt = appended ? own : nil
         headers = message.headers
         redrivenFrom = message.text(KafkaRecords.Header.redrivenFrom)
         if message.text(KafkaRecords.Header.valueOmitted) == DeadLetterReference.headerValue, let value = message.value {

@@ -52,29 +52,54 @@ public struct DeadLetterLog: Sendable {
     }
 }
 
-/// Which dead letters an operator means: by id, by time, or both (all must hold). Empty means
-/// every dead letter.
+/// Which dead letters an operator means: by id, by when they were dead-lettered, by the failed
+/// record's own time, or any of these together (all must hold). Empty means every dead letter.
 public struct DeadLetterSelection: Hashable, Sendable {
     public var ids: [DeadLetterID]
-    /// Inclusive bounds on the failed record's timestamp (which the dead letter keeps).
+    /// Inclusive bounds on when the dead letter was written (`DeadLetter.deadLetteredAt`). A
+    /// dead letter that does not say (its topic is not `LogAppendTime`) is judged by the failed
+    /// record's own time instead: see `judgedByRecordTime`.
     public var since: Timestamp?
     public var until: Timestamp?
+    /// Inclusive bounds on the failed record's own timestamp (`DeadLetter.timestamp`).
+    public var recordSince: Timestamp?
+    public var recordUntil: Timestamp?
 
-    public init(ids: [DeadLetterID] = [], since: Timestamp? = nil, until: Timestamp? = nil) {
+    public init(
+        ids: [DeadLetterID] = [], since: Timestamp? = nil, until: Timestamp? = nil,
+        recordSince: Timestamp? = nil, recordUntil: Timestamp? = nil
+    ) {
         self.ids = ids
         self.since = since
         self.until = until
+        self.recordSince = recordSince
+        self.recordUntil = recordUntil
     }
 
-    public var isEmpty: Bool { ids.isEmpty && since == nil && until == nil }
+    public var isEmpty: Bool { ids.isEmpty && since == nil && until == nil && recordSince == nil && recordUntil == nil }
 
     public func matches(_ letter: DeadLetter) -> Bool {
         if !ids.isEmpty, !ids.contains(letter.id) { return false }
         if since != nil || until != nil {
-            guard let time = letter.timestamp else { return false }
-            if let since, time < since { return false }
-            if let until, time > until { return false }
+            guard Self.within(letter.deadLetteredAt ?? letter.timestamp, since, until) else { return false }
         }
+        if recordSince != nil || recordUntil != nil {
+            guard Self.within(letter.timestamp, recordSince, recordUntil) else { return false }
+        }
+        return true
+    }
+
+    /// Whether `letter`'s dead-letter time bounds were checked against the failed record's own
+    /// time, for want of a dead-letter time: the tool says so, since the two can be far apart
+    /// (a redriven copy of an old record, a client that sends late).
+    public func judgedByRecordTime(_ letter: DeadLetter) -> Bool {
+        (since != nil || until != nil) && letter.deadLetteredAt == nil
+    }
+
+    private static func within(_ time: Timestamp?, _ since: Timestamp?, _ until: Timestamp?) -> Bool {
+        guard let time else { return false }
+        if let since, time < since { return false }
+        if let until, time > until { return false }
         return true
     }
 }

@@ -5,21 +5,23 @@ import FleetWorkers
 /// How `fleetctl dlq` prints dead letters: a table for people, JSON lines for tools, and one
 /// record in full.
 public enum DeadLetterRendering {
-    /// One row per dead letter: time, id, user, type, status, error.
+    /// One row per dead letter: when it was dead-lettered, the record's time, id, user, type,
+    /// status, error.
     public static func table(_ entries: [DeadLetterLog.Entry]) -> String {
-        let header = ["time", "id", "user", "type", "status", "error"]
+        let header = ["dead-lettered", "record time", "id", "user", "type", "status", "error"]
         var rows = [header]
         for entry in entries {
             let letter = entry.letter
             rows.append([
-                letter.timestamp?.rfc3339 ?? "-", letter.id.description, letter.userId ?? "-", letter.type ?? "-",
+                letter.deadLetteredAt?.rfc3339 ?? "-", letter.timestamp?.rfc3339 ?? "-", letter.id.description, letter.userId ?? "-", letter.type ?? "-",
                 status(entry), oneLine(letter.error),
             ])
         }
         return TextTable.render(rows)
     }
 
-    /// One JSON object per line, keys sorted: `id`, `dead_letter`, `time`, `user_id`, `type`,
+    /// One JSON object per line, keys sorted: `id`, `dead_letter`, `dead_lettered_at`, `time`
+    /// (the failed record's), `user_id`, `type`,
     /// `error`, `status`, `redriven_to` (copies, oldest first), `redriven_from`, `key`, `value`
     /// (the value as text; dead letters need not be JSON).
     public static func jsonLines(_ entries: [DeadLetterLog.Entry]) -> String {
@@ -35,6 +37,7 @@ public enum DeadLetterRendering {
                 "redriven_to": .array(entry.redrives.map { .string($0.copy.description) }),
             ]
             object["time"] = letter.timestamp.map { .string($0.rfc3339) }
+            object["dead_lettered_at"] = letter.deadLetteredAt.map { .string($0.rfc3339) }
             object["user_id"] = letter.userId.map { .string($0) }
             object["type"] = letter.type.map { .string($0) }
             object["redriven_from"] = letter.redrivenFrom.map { .string($0) }
@@ -52,7 +55,8 @@ public enum DeadLetterRendering {
         var lines: [[String]] = [
             ["id", letter.id.description],
             ["dead letter", letter.position.description],
-            ["time", letter.timestamp?.rfc3339 ?? "-"],
+            ["dead-lettered", letter.deadLetteredAt?.rfc3339 ?? "- (not recorded: the topic is not LogAppendTime)"],
+            ["record time", letter.timestamp?.rfc3339 ?? "-"],
             ["error", letter.error],
             ["status", status(entry)],
         ]

@@ -1,4 +1,5 @@
 public import Kafka
+import FleetWorkers
 
 /// One record a worker wrote (or a replay would write), as replay compares it: where it goes,
 /// what identifies it there, and every byte a consumer sees.
@@ -48,8 +49,20 @@ public struct ComparedRecord: Hashable, Sendable {
     /// Whether `replayed` is what this recorded record says, byte for byte: value, headers, user
     /// key and, unless the broker set it, timestamp.
     public func matches(_ replayed: ComparedRecord) -> Bool {
-        value == replayed.value && headers == replayed.headers && userId == replayed.userId
+        value == replayed.value && headersMatch(replayed.headers) && userId == replayed.userId
             && (timestamp == nil || timestamp == replayed.timestamp)
+    }
+
+    /// Headers a later build added to records it writes, which a record written before that
+    /// build lacks: a range recorded then still replays `identical` when every other byte is.
+    /// Only their absence is forgiven; a recorded header with a different value differs.
+    static let headersAddedSince: Set<String> = [KafkaRecords.Header.sourceTimestamp]
+
+    private func headersMatch(_ replayed: [KafkaHeader]) -> Bool {
+        if headers == replayed { return true }
+        let added = replayed.filter { Self.headersAddedSince.contains($0.name) }
+        guard !added.isEmpty, !headers.contains(where: { Self.headersAddedSince.contains($0.name) }) else { return false }
+        return headers == replayed.filter { !Self.headersAddedSince.contains($0.name) }
     }
 
     /// The value as text, with what else differs from `other` when it is not the value.
