@@ -72,20 +72,37 @@ struct ExportCommand: AsyncParsableCommand {
         let scope: FleetReplay.Scope = if let user { .user(user) } else { .partition(partition ?? 0) }
         let export = FleetExport(reader: try await connection.reader(timeout: timeout))
         let bounds = try RangeOptions.bounds(from: from, to: to)
-        let exported = try await export.run(
-            worker: worker, scope: scope, from: bounds.from, to: bounds.to,
-            generation: generation)
-        let text = exported.result.lines.map { $0 + "\n" }.joined()
+        let sink: FileHandle
         if let output {
-            guard FileManager.default.createFile(atPath: output, contents: Data(text.utf8)) else {
+            guard FileManager.default.createFile(atPath: output, contents: nil), let file = FileHandle(forWritingAtPath: output) else {
                 throw CommandFailure(.dataError, "cannot write '\(output)'")
             }
+            sink = file
         } else {
-            FileHandle.standardOutput.write(Data(text.utf8))
+            sink = FileHandle.standardOutput
         }
-        var note = "export: \(exported.result.lines.count) lines from \(exported.topics.folded)[\(exported.range.partition)] offsets \(exported.range.from)..<\(exported.range.to)"
-        if !exported.result.skipped.isEmpty {
-            note += "; left out \(exported.result.skipped.count):\n  " + exported.result.skipped.joined(separator: "\n  ")
+        // Lines go out as they are made, 64 KiB at a time: memory stays that of one batch of
+        // records, whatever the range's size.
+        var pending: [UInt8] = []
+        pending.reserveCapacity(1 << 16)
+        func flush() throws {
+            guard !pending.isEmpty else { return }
+            try sink.write(contentsOf: pending)
+            pending.removeAll(keepingCapacity: true)
+        }
+        let exported = try await export.stream(
+            worker: worker, scope: scope, from: bounds.from, to: bounds.to, generation: generation
+        ) { line in
+            pending.append(contentsOf: line.utf8)
+            pending.append(UInt8(ascii: "\n"))
+            if pending.count >= 1 << 16 { try flush() }
+        }
+        try flush()
+        if output != nil { try sink.close() }
+        var note = "export: \(exported.lineCount) lines from \(exported.topics.folded)[\(exported.range.partition)] offsets \(exported.range.from)..<\(exported.range.to)"
+        if exported.skippedCount > 0 {
+            note += "; left out \(exported.skippedCount):\n  " + exported.skipped.joined(separator: "\n  ")
+            if exported.skippedCount > exported.skipped.count { note += "\n  … and \(exported.skippedCount - exported.skipped.count) more" }
         }
         FileHandle.standardError.write(Data((note + "\n").utf8))
     }

@@ -30,7 +30,7 @@ struct MillionRecordTests {
 
     static func time(of offset: Int) -> Timestamp { Timestamp(millisecondsSinceEpoch: base + Int64(offset) * spacing) }
 
-    @Test("explain --since and a one-hour replay on a 1M-record partition stay under 200 MB")
+    @Test("explain --since, a one-hour replay and an export of 200k records on a 1M-record partition stay under 200 MB")
     func millionRecords() async throws {
         guard ProcessInfo.processInfo.environment["FLEET_SKIP_MILLION"] != "1" else { return }
         let fleet = try await FleetHarness.make(partitions: 1)
@@ -104,6 +104,20 @@ struct MillionRecordTests {
         print("million: replay one hour by offsets 500000..<500360: exit \(byOffsets.status), \(byOffsets.seconds) s, max RSS \(byOffsets.maxRSSBytes / 1_048_576) MB")
         #expect(byOffsets.status == 0 && byOffsets.stdout.contains("identical"), "\(byOffsets.stdout) \(byOffsets.stderr)")
         #expect(byOffsets.maxRSSBytes < Self.ceilingBytes)
+
+        // Export a fifth of the partition to a file: lines stream out as records are read, so
+        // memory does not grow with the range.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("million-export-\(getpid()).jsonl")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let export = try ChildProcess.run(
+            fleetctl,
+            ["export", "--worker", "delivery-worker", "--partition", "0", "--from", "400000", "--to", "600000", "--output", file.path, "--timeout", "120"],
+            environment: environment)
+        let exportedBytes = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
+        print("million: export 200 000 records: exit \(export.status), \(export.seconds) s, \(exportedBytes / 1_048_576) MB written, max RSS \(export.maxRSSBytes / 1_048_576) MB")
+        #expect(export.status == 0, "\(export.stderr)")
+        #expect(export.stderr.contains("offsets 400000..<600000"), "\(export.stderr)")
+        #expect(export.maxRSSBytes < Self.ceilingBytes)
         #expect(clock.now - started < .seconds(240))
     }
 }

@@ -28,46 +28,85 @@ public import Kafka
 public enum SimulationExport {
     public struct Result: Sendable {
         public var lines: [String]
-        /// Why each record left out was left out: `partition:offset: reason`.
+        /// Why each record left out was left out: `partition:offset: reason` (the first
+        /// `Writer.keptReasons`; `skippedCount` counts them all).
         public var skipped: [String]
+        public var skippedCount: Int
     }
 
-    public static func lines(_ log: [KafkaMessage], topics: WorkerTopics, user: String?) -> Result {
-        var lines: [String] = []
-        var skipped: [String] = []
-        var clock: Timestamp?
-        var lastWritten: Timestamp?
-        var last: KafkaMessage?
-        for message in log {
+    /// The export as a stream: hand it the range's records in offset order, one at a time, and
+    /// write each line it returns; memory stays that of one record, whatever the range's size.
+    public struct Writer: Sendable {
+        /// How many reasons for left-out records are kept (all are counted).
+        public static let keptReasons = 1_000
+
+        let topics: WorkerTopics
+        let user: String?
+        private var clock: Timestamp?
+        private var lastWritten: Timestamp?
+        private var last: (partition: Int32, offset: Int64)?
+        public private(set) var lineCount = 0
+        public private(set) var skipped: [String] = []
+        public private(set) var skippedCount = 0
+
+        public init(topics: WorkerTopics, user: String?) {
+            self.topics = topics
+            self.user = user
+        }
+
+        /// The simulate line for `message`, or nil when it is not written (another user's, or
+        /// left out: see `skipped`).
+        public mutating func line(for message: KafkaMessage) -> String? {
             let stamped = message.timestamp.map(Timestamp.init(millisecondsSinceEpoch:))
             let at = [clock, stamped].compactMap { $0 }.max() ?? Timestamp(millisecondsSinceEpoch: 0)
             clock = at
-            last = message
+            last = (message.partition, message.offset)
             let key = message.key.map { String(decoding: $0, as: UTF8.self) }
-            if let user, key != user { continue }
+            if let user, key != user { return nil }
             let topic = sourceTopic(of: message, topics: topics)
             guard let value = message.value else {
-                skipped.append("\(message.partition):\(message.offset): no value")
-                continue
+                skip(message, "no value")
+                return nil
             }
             let line = envelope(at: at, topic: topic, key: key, value: String(decoding: value, as: UTF8.self))
             do {
-                guard try SimulationInput.parse(line, line: lines.count + 1) != nil, !line.contains("\n") else {
-                    skipped.append("\(message.partition):\(message.offset): empty value")
-                    continue
+                guard try SimulationInput.parse(line, line: lineCount + 1) != nil, !line.contains("\n") else {
+                    skip(message, "empty value")
+                    return nil
                 }
             } catch {
-                skipped.append("\(message.partition):\(message.offset): not a simulate line (\(error.description))")
-                continue
+                skip(message, "not a simulate line (\(error.description))")
+                return nil
             }
-            lines.append(line)
+            lineCount += 1
             lastWritten = at
+            return line
         }
-        if user != nil, topics.worker.ingestTopic != nil, let clock, let last, lastWritten.map({ $0 < clock }) ?? true {
+
+        /// With a user, when the range goes on past the user's last record: one `tick` at the
+        /// range's last time on the inbox, so the user's timers fire as they did in production.
+        public mutating func closingLine() -> String? {
+            guard user != nil, topics.worker.ingestTopic != nil, let clock, let last, lastWritten.map({ $0 < clock }) ?? true else {
+                return nil
+            }
             let tick = Tick(id: "export:\(topics.folded):\(last.partition):\(last.offset)")
-            lines.append(envelope(at: clock, topic: topics.worker.foldedTopic, key: nil, value: RecordCodec.encodeString(.tick(tick))))
+            lineCount += 1
+            lastWritten = clock
+            return envelope(at: clock, topic: topics.worker.foldedTopic, key: nil, value: RecordCodec.encodeString(.tick(tick)))
         }
-        return Result(lines: lines, skipped: skipped)
+
+        private mutating func skip(_ message: KafkaMessage, _ reason: String) {
+            skippedCount += 1
+            if skipped.count < Self.keptReasons { skipped.append("\(message.partition):\(message.offset): \(reason)") }
+        }
+    }
+
+    /// The whole export in memory (tests, small ranges); `Writer` is the streaming form.
+    public static func lines(_ log: [KafkaMessage], topics: WorkerTopics, user: String?) -> Result {
+        var writer = Writer(topics: topics, user: user)
+        var lines = log.compactMap { writer.line(for: $0) }
+        if let closing = writer.closingLine() { lines.append(closing) }
+        return Result(lines: lines, skipped: writer.skipped, skippedCount: writer.skippedCount)
     }
 
     /// The external topic of a record the ingest stage forwarded, else the folded topic under
@@ -104,14 +143,50 @@ public struct FleetExport: Sendable {
         public var result: SimulationExport.Result
     }
 
+    /// What a streamed export wrote.
+    public struct Streamed: Sendable {
+        public var topics: WorkerTopics
+        public var range: ReplayRange
+        public var lineCount: Int
+        /// Reasons for left-out records (the first `SimulationExport.Writer.keptReasons`).
+        public var skipped: [String]
+        public var skippedCount: Int
+    }
+
+    /// Streams the range's lines to `write` as the records are read: memory stays that of a
+    /// batch of records, whatever the range's size (a partition of millions of records exports
+    /// inside the pod's memory limit).
+    ///
     /// - Parameter generation: the generation of the worker's log exported (see `WorkerTopics`);
     ///   nil: the one the worker folds now, per the registry.
+    public func stream(
+        worker: Worker, scope: FleetReplay.Scope, from: ReplayBound, to: ReplayBound?, generation: Int? = nil,
+        write: (String) throws -> Void
+    ) async throws -> Streamed {
+        let topics = try await WorkerTopics.resolve(worker: worker, generation: generation, reader: reader)
+        let ranges = RangeReader(reader: reader, topics: topics)
+        let partition = try await ranges.partition(of: scope)
+        let bounds = try await ranges.offsets(partition: partition, from: from, to: to)
+        if let stop = bounds.to { _ = try ReplayRange.checked(partition: partition, from: bounds.from, to: stop, given: (from, to)) }
+        let user: String? = if case .user(let user) = scope { user } else { nil }
+        var writer = SimulationExport.Writer(topics: topics, user: user)
+        let next = try await ranges.streamLog(partition: partition, start: bounds.from, stop: bounds.to) { message in
+            guard message.offset >= bounds.from, let line = writer.line(for: message) else { return }
+            try write(line)
+        }
+        if let closing = writer.closingLine() { try write(closing) }
+        let range = try ReplayRange.checked(partition: partition, from: bounds.from, to: bounds.to ?? next ?? bounds.from, given: (from, to))
+        return Streamed(topics: topics, range: range, lineCount: writer.lineCount, skipped: writer.skipped, skippedCount: writer.skippedCount)
+    }
+
+    /// The range's lines collected in memory (tests and small ranges); see `stream`.
     public func run(
         worker: Worker, scope: FleetReplay.Scope, from: ReplayBound, to: ReplayBound?, generation: Int? = nil
     ) async throws -> Exported {
-        let topics = try await WorkerTopics.resolve(worker: worker, generation: generation, reader: reader)
-        let read = try await RangeReader(reader: reader, topics: topics).read(scope: scope, from: from, to: to)
-        let user: String? = if case .user(let user) = scope { user } else { nil }
-        return Exported(topics: topics, range: read.range, result: SimulationExport.lines(read.rangeLog, topics: topics, user: user))
+        var lines: [String] = []
+        let streamed = try await stream(worker: worker, scope: scope, from: from, to: to, generation: generation) { lines.append($0) }
+        return Exported(
+            topics: streamed.topics, range: streamed.range,
+            result: SimulationExport.Result(lines: lines, skipped: streamed.skipped, skippedCount: streamed.skippedCount))
     }
 }
