@@ -237,6 +237,22 @@ struct ExplainTimelineTests {
         #expect(changed["push"] == nil)
     }
 
+    @Test("P-TIME-1 a user who chose UTC reads 'time zone UTC'; one who never gave a zone reads 'not set' (both are on UTC)")
+    func chosenUTCIsNotUnset() throws {
+        let berlin = SettingsChanged(id: "s1", userId: "u-utc", timeZone: Zone(identifier: "Europe/Berlin"))
+        let utc = SettingsChanged(id: "s2", userId: "u-utc", timeZone: .utc)
+        let log = ExplainScenario.log(user: "u-utc", entries: [
+            .init(record: .settingsChanged(berlin), time: .at("2026-11-21T08:00:00Z"), key: "u-utc"),
+            .init(record: .settingsChanged(utc), time: .at("2026-11-21T09:00:00Z"), key: "u-utc"),
+        ], partition: 0)
+        let steps = UserTimeline(log: log, window: .all, profile: Self.profile).steps
+        try #require(steps.count == 2)
+        let first = try #require(steps[0].stateChanges.first { $0.key == "time_zone" })
+        #expect(first.before == "time zone not set (UTC, the default)" && first.after == "time zone Europe/Berlin")
+        let second = try #require(steps[1].stateChanges.first { $0.key == "time_zone" })
+        #expect(second.before == "time zone Europe/Berlin" && second.after == "time zone UTC")
+    }
+
     @Test("--since/--until accept RFC 3339 and spans back from now")
     func timeBounds() throws {
         let now = Timestamp.at("2026-11-22T12:00:00Z")

@@ -13,6 +13,7 @@ public struct DeliveryState: Hashable, Sendable {
     // forwards them under the same names.
 
     // Settings (user.settings_changed, permission.changed)
+    /// The zone the user gave, as given (UTC included); nil until one is given (P-TIME-1: UTC).
     var zone: Zone?
     var pushEnabled = true
     var notificationsDenied = false

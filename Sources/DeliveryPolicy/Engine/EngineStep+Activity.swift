@@ -54,7 +54,9 @@ extension EngineStep {
     }
 
     private mutating func signedUp(_ signup: UserSignedUp) {
-        state.zone = signup.timeZone == .utc ? nil : signup.timeZone
+        // A zone the user gave is kept as given, UTC included, so that explain can tell a user
+        // who chose UTC from one who never said (both are on UTC, P-TIME-1).
+        state.zone = signup.timeZone
         refreshLocalTime()
         if state.signedUpAt == nil { state.signedUpAt = now }
         // Sign-up counts as an open (§5) and starts the "no intentional action" clock.
@@ -75,7 +77,7 @@ extension EngineStep {
 
     private mutating func settingsChanged(_ settings: SettingsChanged) {
         if let zone = settings.timeZone {
-            state.zone = zone == .utc ? nil : zone
+            state.zone = zone
             refreshLocalTime()
         }
         if let q = settings.quietHours {

@@ -46,9 +46,9 @@ public struct StateFacts: Sendable {
         var facts: [StateFact] = []
         func add(_ key: String, _ text: String) { facts.append(StateFact(key: key, text: text)) }
 
-        // The engine stores UTC as "no zone" (P-TIME-1's default), so a user who set UTC and
-        // one who never set a zone have the same state: say both.
-        add("time_zone", view.timeZone.map { "time zone \($0.identifier)" } ?? "time zone UTC (set to UTC, or never set: UTC is the default)")
+        // No zone: the user never gave one, and P-TIME-1's default applies. States written
+        // before the engine kept a chosen UTC as given say the same for a user who chose UTC.
+        add("time_zone", view.timeZone.map { "time zone \($0.identifier)" } ?? "time zone not set (UTC, the default)")
         if let own = view.quietHours {
             add("quiet_hours", "quiet hours \(own.start)–\(own.end) \(zone.identifier) (user setting)")
         } else {
