@@ -4,7 +4,6 @@ import FleetWorkers
 import Foundation
 import Kafka
 import Logging
-import Synchronization
 import Testing
 
 /// `fleet_consumer_lag` on the real broker: the leader's high watermark minus the offset the
@@ -12,45 +11,14 @@ import Testing
 /// read 0 after a burst of 90k records, and the real lag only seconds later).
 @Suite("Consumer lag", .enabled(if: FleetHarness.brokerAvailable), .serialized, .timeLimit(.minutes(3)))
 struct ConsumerLagTests {
-    /// Keeps the last lag reported per partition of the delivery inbox.
-    final class LagRecorder: RuntimeObserver {
-        private let lags = Mutex<[Int: Int64]>([:])
-        func lag(partition: Int) -> Int64? { lags.withLock { $0[partition] } }
-
-        func setLag(topic: String, partition: Int, lag: Int64) {
-            if topic == Topics.deliveryInbox { lags.withLock { $0[partition] = lag } }
-        }
-        func clearLag(topic: String, partition: Int) {
-            if topic == Topics.deliveryInbox { lags.withLock { $0[partition] = nil } }
-        }
-        func recordIn(topic: String, count: Int) {}
-        func recordOut(topic: String, count: Int) {}
-        func commitLatency(_ seconds: Double, guarantee: DeliveryGuarantee) {}
-        func commit(result: WorkerMetrics.CommitResult) {}
-        func restoring(partitions: Int) {}
-        func foldedPartitions(_ count: Int) {}
-        func restoredStates(count: Int) {}
-        func restoreRate(statesPerSecond: Double) {}
-        func ready(_ isReady: Bool) {}
-        func decision(outcome: DecisionOutcome, reason: String?, rule: String) {}
-        func delivery(category: String, channel: DeliveryChannel) {}
-        func securityDeliveryLatency(seconds: Double) {}
-        func deadLetter(topic: String) {}
-        func rebalance(kind: WorkerMetrics.RebalanceKind) {}
-        func tickWritten() {}
-        func timerLateness(seconds: Double) {}
-        func partitionCountMismatch(topic: String, active: Bool) {}
-        func inputQuarantined(topic: String) {}
-    }
-
     /// A delivery worker on `fleet` reporting to `recorder`; commits only every `commitEvery`.
     static func start(
-        _ fleet: FleetHarness, _ recorder: LagRecorder, commitEvery: String
+        _ fleet: FleetHarness, _ recorder: TestObserver, commitEvery: String
     ) throws -> Task<Void, any Error> {
         var logger = Logger(label: "test.lag")
         logger.logLevel = .warning
         let settings = try fleet.settings(for: .delivery, [
-            "FLEET_COMMIT_INTERVAL_MS": commitEvery, "FLEET_TICK_INTERVAL_MS": "0"
+            "FLEET_COMMIT_INTERVAL_MS": commitEvery, "FLEET_TICK_INTERVAL_MS": "0",
         ])
         let runtime = WorkerRuntime(settings: settings, processor: RuntimeTests.engine, observer: recorder, logger: logger)
         return Task { try await runtime.run() }
@@ -68,13 +36,13 @@ struct ConsumerLagTests {
     }
 
     /// Polls `recorder` until partition 0's lag is `expected`; returns the last value seen.
-    static func awaitLag(_ recorder: LagRecorder, _ expected: Int64, within limit: Duration = .seconds(60)) async -> Int64? {
+    static func awaitLag(_ recorder: TestObserver, _ expected: Int64, within limit: Duration = .seconds(60)) async -> Int64? {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
-            if recorder.lag(partition: 0) == expected { return expected }
+            if recorder.lag(Topics.deliveryInbox, partition: 0) == expected { return expected }
             try? await Task.sleep(for: .milliseconds(100))
         }
-        return recorder.lag(partition: 0)
+        return recorder.lag(Topics.deliveryInbox, partition: 0)
     }
 
     @Test("records folded but not yet committed count as lag; after a restart the lag counts from the committed offset, not from the start of the partition")
@@ -84,7 +52,7 @@ struct ConsumerLagTests {
 
         // A unit that stays open for ten minutes: the 40 intents are read and folded at once,
         // yet none is committed, so all 40 are lag.
-        let first = LagRecorder()
+        let first = TestObserver()
         let worker = try Self.start(fleet, first, commitEvery: "600000")
         try await Self.produce(fleet, user: "u-lag", from: 0, count: 40)
         let folded = await Self.awaitLag(first, 40)
@@ -94,7 +62,7 @@ struct ConsumerLagTests {
         // before its own first commit, counts lag from there: 15 new records are 15 of lag, not 55.
         worker.cancel()
         _ = await worker.result
-        let second = LagRecorder()
+        let second = TestObserver()
         let restarted = try Self.start(fleet, second, commitEvery: "600000")
         defer { restarted.cancel() }
         let restored = await Self.awaitLag(second, 0)

@@ -92,7 +92,7 @@ final class WorkerInstance: Sendable {
         var logger = Logger(label: "test.\(worker.rawValue).\(name)")
         logger.logLevel = ProcessInfo.processInfo.environment["FLEET_TEST_WORKER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let settings = try fleet.settings(for: worker, Self.environment(name).merging(overrides) { $1 })
-        let rebalances = RebalanceCounter()
+        let rebalances = TestObserver()
         let runtime = WorkerRuntime(settings: settings, processor: processor, observer: rebalances, logger: logger)
         let task = Task { try await runtime.run() }
         let ending = EndingRecord()
@@ -105,7 +105,7 @@ final class WorkerInstance: Sendable {
             }
         }
         return WorkerInstance(
-            name: name, pid: nil, ending: ending, rebalances: { rebalances.count }, stopper: { task.cancel() }, killer: nil, done: done)
+            name: name, pid: nil, ending: ending, rebalances: { rebalances.rebalances }, stopper: { task.cancel() }, killer: nil, done: done)
     }
 
     /// Starts the `executable` worker binary with member id `name`; its stderr goes to a file
@@ -193,29 +193,5 @@ final class WorkerInstance: Sendable {
         private let stored = Mutex<Ending?>(nil)
         var value: Ending? { stored.withLock { $0 } }
         func finish(_ how: Ending) { stored.withLock { if $0 == nil { $0 = how } } }
-    }
-
-    /// Counts rebalance events; the runtime's other reports are not needed here.
-    private final class RebalanceCounter: RuntimeObserver {
-        private let stored = Mutex(0)
-        var count: Int { stored.withLock { $0 } }
-        func rebalance(kind: WorkerMetrics.RebalanceKind) { stored.withLock { $0 += 1 } }
-        func recordIn(topic: String, count: Int) {}
-        func recordOut(topic: String, count: Int) {}
-        func setLag(topic: String, partition: Int, lag: Int64) {}
-        func clearLag(topic: String, partition: Int) {}
-        func commitLatency(_ seconds: Double, guarantee: DeliveryGuarantee) {}
-        func commit(result: WorkerMetrics.CommitResult) {}
-        func restoring(partitions: Int) {}
-        func restoredStates(count: Int) {}
-        func restoreRate(statesPerSecond: Double) {}
-        func ready(_ isReady: Bool) {}
-        func decision(outcome: DecisionOutcome, reason: String?, rule: String) {}
-        func delivery(category: String, channel: DeliveryChannel) {}
-        func securityDeliveryLatency(seconds: Double) {}
-        func deadLetter(topic: String) {}
-        func tickWritten() {}
-        func timerLateness(seconds: Double) {}
-        func partitionCountMismatch(topic: String, active: Bool) {}
     }
 }
