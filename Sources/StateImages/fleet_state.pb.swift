@@ -96,6 +96,41 @@ public nonisolated struct Fleet_State_HistoryChange: Sendable {
   fileprivate var _before: Data? = nil
 }
 
+/// A `<worker>.history` record (kind `image`) since per-unit history: one per changed user per
+/// commit unit, replacing the per-input `HistoryChange` (no before-image). The state before any
+/// input is the user's previous image plus a deterministic re-fold of the log in between
+/// (fleetctl replay, explain). The record key is the user id.
+public nonisolated struct Fleet_State_HistoryImage: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var format: UInt32 = 0
+
+  /// The user's state after the last input of `changed`.
+  public var after: Data = Data()
+
+  /// The first input offset the commit unit folded on this partition: no unit that wrote images
+  /// begins inside a unit, so every user's state at `unit_start` is their last image below it.
+  public var unitStart: Int64 = 0
+
+  /// The input offsets at which the user's state changed in the unit, ascending, each as its
+  /// distance from `unit_start` (small varints); the last one is the offset `after` is as of.
+  public var changed: [UInt64] = []
+
+  /// The partition's log time after the last input of `changed`.
+  public var logTime: Int64 = 0
+
+  /// The folded log the offsets are of (logical name) and its partition.
+  public var inputTopic: String = String()
+
+  public var inputPartition: Int32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 public nonisolated struct Fleet_State_DeliveryState: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1154,6 +1189,66 @@ nonisolated extension Fleet_State_HistoryChange: SwiftProtobuf.Message, SwiftPro
     if lhs.inputPartition != rhs.inputPartition {return false}
     if lhs.inputOffset != rhs.inputOffset {return false}
     if lhs.logTime != rhs.logTime {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Fleet_State_HistoryImage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".HistoryImage"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}format\0\u{1}after\0\u{3}unit_start\0\u{1}changed\0\u{3}log_time\0\u{3}input_topic\0\u{3}input_partition\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.format) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.after) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.unitStart) }()
+      case 4: try { try decoder.decodeRepeatedUInt64Field(value: &self.changed) }()
+      case 5: try { try decoder.decodeSingularSInt64Field(value: &self.logTime) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.inputTopic) }()
+      case 7: try { try decoder.decodeSingularInt32Field(value: &self.inputPartition) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.format != 0 {
+      try visitor.visitSingularUInt32Field(value: self.format, fieldNumber: 1)
+    }
+    if !self.after.isEmpty {
+      try visitor.visitSingularBytesField(value: self.after, fieldNumber: 2)
+    }
+    if self.unitStart != 0 {
+      try visitor.visitSingularInt64Field(value: self.unitStart, fieldNumber: 3)
+    }
+    if !self.changed.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.changed, fieldNumber: 4)
+    }
+    if self.logTime != 0 {
+      try visitor.visitSingularSInt64Field(value: self.logTime, fieldNumber: 5)
+    }
+    if !self.inputTopic.isEmpty {
+      try visitor.visitSingularStringField(value: self.inputTopic, fieldNumber: 6)
+    }
+    if self.inputPartition != 0 {
+      try visitor.visitSingularInt32Field(value: self.inputPartition, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Fleet_State_HistoryImage, rhs: Fleet_State_HistoryImage) -> Bool {
+    if lhs.format != rhs.format {return false}
+    if lhs.after != rhs.after {return false}
+    if lhs.unitStart != rhs.unitStart {return false}
+    if lhs.changed != rhs.changed {return false}
+    if lhs.logTime != rhs.logTime {return false}
+    if lhs.inputTopic != rhs.inputTopic {return false}
+    if lhs.inputPartition != rhs.inputPartition {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

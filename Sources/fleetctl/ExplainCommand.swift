@@ -42,7 +42,9 @@ struct ExplainCommand: AsyncParsableCommand {
             read from two days before it (offsets-for-times, or a scan of timestamps where the brokers do \
             not answer them: said once), so chains reaching further back show no arrival; the history is \
             read whole. Everything is streamed: memory grows with the user's records, not the topic's. Only what the topics still retain \
-            can be shown (history: 14 days).
+            can be shown (history: 14 days). The history holds one image per changed user per commit unit: \
+            where a unit changed the user more than once, the states between are re-folded from the \
+            nearest images (the partition's history and changelog are read, and its log from that unit on).
 
             --json prints one JSON document (one line, sorted keys) instead: {"user", \
             "partition", "partitions", "logs" [{generation, topic, partition, partitions}], "profile", "since", "until", "steps", "intents"}; a step \

@@ -38,10 +38,14 @@ struct ReplayCommand: AsyncParsableCommand {
             at the cut. An upstream worker's outputs are looked up in every generation of \
             rin.delivery.inbox.
 
-            The fold's state at --from is rebuilt from <worker>.history and <worker>.state, the range is \
-            re-run through the runtime's own fold with the processor the worker runs, and:
+            The history holds one image per changed user per commit unit, so the fold is rebuilt from \
+            <worker>.history and <worker>.state at the start of the commit unit --from falls in, re-folded \
+            from there to --from, and the range is re-run through the runtime's own fold with the \
+            processor the worker runs. A user whose last image before that has expired from the history \
+            (retention) cannot be rebuilt: replay says so; replay a later range. Then:
             - without --profile, everything the worker wrote for those records (its output topics, the \
-            dead letters of its log, its history changes) is compared byte for byte: it prints \
+            dead letters of its log, its history records, each rebuilt in the form it was written in) is \
+            compared byte for byte: it prints \
             "identical (N records compared)" and exits 0, or lists every record missing, extra or changed \
             with both values and exits 1. --baseline must name the profile the worker runs with (its \
             FLEET_PROFILE). With --user only that user's records are compared (the whole partition range \

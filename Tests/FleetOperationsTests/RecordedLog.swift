@@ -51,7 +51,20 @@ struct RecordedLog {
     /// States and log time just before offset i.
     var before: [StartState<CounterProcessor.State>] = []
 
-    init(_ entries: [LogEntry]) {
+    /// How the recorded worker wrote `<worker>.history`.
+    enum HistoryMode {
+        /// A change record per state change, with its before-image (the builds before per-unit
+        /// history).
+        case perInput
+        /// One image per changed user per commit unit (a unit ends at each `commitAfter`).
+        case perUnit
+        /// `perUnit`, and before every unit the images of an at-least-once attempt of it that
+        /// was acknowledged but never committed and ran three records further (a crash, then
+        /// a re-run with other unit boundaries): copies a replay must cope with.
+        case perUnitWithUncommittedAttempts
+    }
+
+    init(_ entries: [LogEntry], history mode: HistoryMode = .perInput) {
         var time = Timestamp.at("2026-11-21T09:00:00Z")
         for (offset, entry) in entries.enumerated() {
             time = time + .seconds(entry.dt)
@@ -72,17 +85,41 @@ struct RecordedLog {
                 topic: record.topic, partition: Self.partition, offset: Int64(offset), key: record.key, value: record.value,
                 headers: record.headers, timestamp: record.timestamp, timestampType: .createTime)
         }
+        var unit = UnitImages()
         for (index, entry) in log.enumerated() {
             before.append(StartState(states: fold.states, logTime: fold.logTime))
+            if mode == .perUnitWithUncommittedAttempts, unit.start == nil {
+                // The attempt folds from the same state to three records past the unit's end.
+                var attemptFold = fold
+                var attempt = UnitImages()
+                let end = min(log.count, (entries[index...].firstIndex { $0.commitAfter } ?? log.count - 1) + 4)
+                for ahead in log[index..<end] {
+                    let folded = LogFolding.fold(ahead, into: &attemptFold)
+                    attempt.add(folded.step, offset: ahead.offset, logTime: attemptFold.logTime ?? folded.timestamp)
+                }
+                for record in attempt.records(topic: Self.topics.history, log: Self.topics.folded, partition: Self.partition) {
+                    history.append(message(record, offset: history.count))
+                }
+            }
             let folded = LogFolding.fold(entry, into: &fold)
             if let error = folded.deadLetter {
                 deadLetters.append(message(KafkaRecords.deadLetter(entry, error: error, in: logical), offset: deadLetters.count))
+            }
+            if mode != .perInput {
+                // Every record folded belongs to the unit, even one that does not decode.
+                unit.add(folded.step, offset: entry.offset, logTime: fold.logTime ?? folded.timestamp)
+                if entries[index].commitAfter || index == log.count - 1 {
+                    for record in unit.records(topic: Self.topics.history, log: Self.topics.folded, partition: Self.partition) {
+                        history.append(message(record, offset: history.count))
+                    }
+                    unit = UnitImages()
+                }
             }
             guard let step = folded.step else { continue }
             for (position, output) in step.outputs.enumerated() {
                 outputs.append(message(LogFolding.producerRecord(for: output, index: position, of: folded.origin, in: logical), offset: outputs.count))
             }
-            for change in step.changes {
+            for change in step.changes where mode == .perInput {
                 let record = ChangelogRecords.change(
                     userId: change.userId, before: try? change.before.map { try StateCoding.encode($0) },
                     after: (try? StateCoding.encode(change.after)) ?? [], input: KafkaRecords.coordinates(entry),
@@ -96,6 +133,32 @@ struct RecordedLog {
             }
         }
         before.append(StartState(states: fold.states, logTime: fold.logTime))
+    }
+
+    /// The history images of one commit unit, as `FoldCore` writes them.
+    struct UnitImages {
+        var start: Int64?
+        var users: [String: (offsets: [Int64], after: CounterProcessor.State, logTime: Timestamp)] = [:]
+
+        mutating func add(_ step: FoldStep<CounterProcessor.State>?, offset: Int64, logTime: Timestamp) {
+            if start == nil { start = offset }
+            for change in step?.changes ?? [] {
+                var entry = users[change.userId] ?? ([], change.after, logTime)
+                if entry.offsets.last != offset { entry.offsets.append(offset) }
+                entry.after = change.after
+                entry.logTime = logTime
+                users[change.userId] = entry
+            }
+        }
+
+        func records(topic: String, log: String, partition: Int32) -> [ProducerRecord] {
+            guard let start else { return [] }
+            return users.sorted { $0.key < $1.key }.map { user, entry in
+                ChangelogRecords.historyImage(
+                    userId: user, after: (try? StateCoding.encode(entry.after)) ?? [], unitStart: start, changed: entry.offsets,
+                    logTime: entry.logTime, inputTopic: log, topic: topic, partition: partition)
+            }
+        }
     }
 
     var points: [StartState<CounterProcessor.State>.LogPoint] {

@@ -66,13 +66,13 @@ struct RuntimeTests {
         #expect(decisions == expected)
 
         // The changelog holds the user's state with the input offsets it reflects; history one
-        // change record per state change, with before and after.
+        // image per changed user per commit unit, with the inputs that changed the user in it.
         let state = try await fleet.read(Worker.delivery.stateTopic, count: 3, timeout: .seconds(5))
         let kinds = state.map { String(decoding: $0.header(ChangelogRecords.kindHeader) ?? [], as: UTF8.self) }
         #expect(kinds.contains("state") && kinds.contains("position") && kinds.contains("marker"))
         let history = try await fleet.read(Worker.delivery.historyTopic, count: 1, timeout: .seconds(5))
-        let change = try ChangelogRecords.change(of: try #require(history.first), as: DeliveryState.self)
-        #expect(change.userId == "u-restore" && change.before == nil && change.input.offset == 0)
+        let image = try ChangelogRecords.historyEntry(of: try #require(history.first), as: DeliveryState.self)
+        #expect(image.userId == "u-restore" && image.place.form == .unitImage && image.place.unitStart == 0 && image.place.changed.first == 0)
     }
 
     @Test("rolling upgrade: a changelog of JSON images (as the build before binary images wrote it) restores, binary images follow, and every output byte is the fold's")

@@ -17,7 +17,8 @@ public enum Explainer {
     ) async throws -> UserTimeline {
         let registry = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace)
         let log = try await UserLog.read(
-            user: user, from: reader, generations: registry.entry(for: .delivery).generation, since: window.since)
+            user: user, from: reader, generations: registry.entry(for: .delivery).generation, since: window.since,
+            profile: profile)
         return UserTimeline(log: log, window: window, profile: profile)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+public import DeliveryPolicy
 public import FleetModel
 import FleetWorkers
 public import Kafka
@@ -42,6 +43,10 @@ public struct UserLog: Sendable {
     public var history: [KafkaMessage]
     /// Decisions, deliveries, section items and retention events of this user.
     public var outputs: [KafkaMessage]
+    /// The user's state around each input of a commit unit that changed the user more than
+    /// once, re-folded from the nearest images (`UserRefold`), by log position: the history
+    /// records only each unit's last image.
+    public var refolded: [SourceCoordinates: RefoldedStep] = [:]
 
     /// A log of one generation (`rin.delivery.inbox` and `delivery-worker.history`).
     public init(
@@ -95,8 +100,12 @@ public struct UserLog: Sendable {
     /// The partition is computed per topic with the producers' partitioner, so each generation is
     /// read where this user's records went, and a topic whose partition count drifted (which
     /// `fleetctl topics check` reports) still is.
+    ///
+    /// With `profile` (the delivery worker's), the states inside commit units that changed the
+    /// user more than once are re-folded (`refolded`), from the units whose last input is in the
+    /// log read.
     public static func read(
-        user: String, from reader: FleetTopicReader, generations: Int = 1, since: Timestamp? = nil
+        user: String, from reader: FleetTopicReader, generations: Int = 1, since: Timestamp? = nil, profile: PolicyProfile? = nil
     ) async throws -> UserLog {
         let names = topics(generations: generations)
         let counts = try await reader.partitionCounts(names)
@@ -125,13 +134,14 @@ public struct UserLog: Sendable {
         var outputs: [KafkaMessage] = []
         var positions = Set<SourceCoordinates>()
         var stems = Set<String>()
-        let decoder = JSONDecoder()
         try await reader.stream(starts.filter { !logNames.contains($0.key.topic) }) { message in
             guard message.key == userKey else { return }
             if histories.contains(message.topic) {
                 history.append(message)
-                if let value = message.value, let place = try? decoder.decode(HistoryInput.self, from: Data(value)) {
-                    positions.insert(place.input)
+                if let place = try? ChangelogRecords.historyPlace(of: message) {
+                    for offset in place.changed {
+                        positions.insert(SourceCoordinates(topic: place.inputTopic, partition: place.inputPartition, offset: offset))
+                    }
                 }
             } else {
                 outputs.append(message)
@@ -148,18 +158,25 @@ public struct UserLog: Sendable {
                 inbox.append(message)
             }
         }
-        return UserLog(userId: user, generations: logs, inbox: inbox, history: history, outputs: outputs)
+        var read = UserLog(userId: user, generations: logs, inbox: inbox, history: history, outputs: outputs)
+        if let profile {
+            let changes = read.history.compactMap { try? HistoryChange<DeliveryState>($0) }
+            for generation in logs {
+                let own = changes.filter { $0.form == .unitImage && $0.inputTopic == generation.topic }
+                let logStart = starts[place(generation.topic)].flatMap { $0 >= 0 ? $0 : nil }
+                read.refolded.merge(
+                    try await UserRefold.steps(
+                        user: user, history: own, generation: generation, logStart: logStart, profile: profile, reader: reader)
+                ) { first, _ in first }
+            }
+        }
+        return read
     }
 
     /// The prefix every output id of this record's step shares (see `OutputIDs`).
     static func stem(of message: KafkaMessage) -> String {
         let origin = KafkaRecords.origin(of: message)
         return origin.index.map { "\(origin.coordinates):\($0)" } ?? origin.coordinates.description
-    }
-
-    /// Where a history change's step is in the log.
-    private struct HistoryInput: Decodable {
-        var input: SourceCoordinates
     }
 }
 

@@ -17,7 +17,7 @@ extension UserTimeline {
     public init(log: UserLog, window: TimeWindow, profile: PolicyProfile) {
         let facts = StateFacts(profile: profile)
         let index = InboxIndex(log.inbox, user: log.userId)
-        let history = HistoryChanges(log.history)
+        let history = HistoryChanges(log.history, refolded: log.refolded)
         let outputs = OutputsByOrigin(log.outputs)
 
         // Every step that concerns the user, by log position; outputs whose origin is no longer
@@ -220,10 +220,16 @@ private struct InboxIndex {
     }
 }
 
-/// The user's history change records, from every generation's history, by the log position of
-/// their step (`input`: the log generation it was folded in). A migration copies the old history
-/// into the new one unchanged (header `fleet-copied-from`), so a copy has its original's
-/// position and counts once.
+/// The user's state before and after each step that changed it, by the log position of the
+/// step (`input`: the log generation it was folded in), from every generation's history. A
+/// migration copies the old history into the new one unchanged (header `fleet-copied-from`), so
+/// a copy has its original's position and counts once.
+///
+/// A per-input change record (the builds before per-unit history, `FLEET_STATE_IMAGES=json`)
+/// says both states. A per-unit image says the state after the unit's last change of the user:
+/// its before is the user's previous image; inside a unit that changed the user more than once,
+/// both come from the re-fold (`UserLog.refolded`), and a unit the re-fold did not reach (before
+/// the log read with `--since`) shows its whole change at its last step.
 private struct HistoryChanges {
     struct Change {
         var before: DeliveryState?
@@ -233,13 +239,32 @@ private struct HistoryChanges {
 
     var byPosition: [SourceCoordinates: Change] = [:]
 
-    init(_ messages: [KafkaMessage]) {
-        for message in messages {
-            guard let change = try? ChangelogRecords.change(of: message, as: DeliveryState.self),
-                  Topics.generationBase(of: change.input.topic).base == Topics.deliveryInbox,
-                  byPosition[change.input] == nil
-            else { continue }
-            byPosition[change.input] = Change(before: change.before, after: change.after, logTime: change.logTime)
+    init(_ messages: [KafkaMessage], refolded: [SourceCoordinates: RefoldedStep]) {
+        let entries = messages
+            .compactMap { try? ChangelogRecords.historyEntry(of: $0, as: DeliveryState.self) }
+            .filter { Topics.generationBase(of: $0.place.inputTopic).base == Topics.deliveryInbox }
+            .sorted {
+                (InboxIndex.generation(of: $0.place.input), $0.place.lastOffset)
+                    < (InboxIndex.generation(of: $1.place.input), $1.place.lastOffset)
+            }
+        var previous: DeliveryState?
+        for entry in entries {
+            let place = entry.place
+            if case .some(let before) = entry.before {
+                if byPosition[place.input] == nil { byPosition[place.input] = Change(before: before, after: entry.after, logTime: entry.logTime) }
+                previous = entry.after
+                continue
+            }
+            for offset in place.changed {
+                let position = SourceCoordinates(topic: place.inputTopic, partition: place.inputPartition, offset: offset)
+                guard byPosition[position] == nil else { continue }
+                if let step = refolded[position] {
+                    byPosition[position] = Change(before: step.before, after: step.after, logTime: step.logTime)
+                } else if offset == place.lastOffset {
+                    byPosition[position] = Change(before: previous, after: entry.after, logTime: entry.logTime)
+                }
+            }
+            previous = entry.after
         }
     }
 }

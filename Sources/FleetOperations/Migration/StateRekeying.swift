@@ -105,8 +105,10 @@ public enum StateRekeying {
         for message in history.sorted(by: { ($0.partition, $0.offset) < ($1.partition, $1.offset) }) {
             let origin = "\(message.topic):\(message.partition):\(message.offset)"
             guard !alreadyCopied.contains(origin), let key = message.key, let value = message.value else { continue }
-            // History partition p holds the changes of log partition p (co-partitioned).
-            if let inputOffset = try? ChangelogRecords.changePlace(of: message).input.offset, let cut = cuts[message.partition], inputOffset >= cut {
+            // History partition p holds the changes of log partition p (co-partitioned). A record
+            // (a per-input change, or a per-unit image as of its last changed input) at or past
+            // the cut was written by an attempt that never committed: units commit whole.
+            if let inputOffset = try? ChangelogRecords.historyPlace(of: message).lastOffset, let cut = cuts[message.partition], inputOffset >= cut {
                 continue
             }
             copies.append(ProducerRecord(

@@ -8,9 +8,10 @@ import Kafka
 ///
 /// It reads, without writing anything and without joining a consumer group (`FleetTopicReader`):
 /// the worker's folded partition, its `<worker>.history` and `<worker>.state` partitions, and
-/// the worker's output and dead-letter topics. It rebuilds the fold at the range's start
-/// (`StartState`), re-runs the range through the runtime's fold (`PartitionReplay`) with the
-/// processor the worker runs (`WorkerProcessors`), and compares.
+/// the worker's output and dead-letter topics. It rebuilds the fold at the nearest point before
+/// the range where every state is recorded (`RefoldBase`, `StartState`), re-folds the log from
+/// there through the range with the runtime's fold (`PartitionReplay`) and the processor the
+/// worker runs (`WorkerProcessors`), and compares.
 ///
 /// For one user it replays the whole partition range and keeps that user's records: a user's
 /// timers fire inside other users' steps (the log time they bring), with those steps' ids, so
@@ -114,10 +115,10 @@ public struct FleetReplay: Sendable {
             let replayedRecords = replayed.records.filter { user == nil || $0.userId == user }
             verdict = .whatIf(WhatIfSummary(recorded: recorded.records, replayed: replayedRecords, intentTypes: read.intentTypes))
         } else {
-            // A change recorded with JSON images (before the upgrade to binary images, or under
-            // FLEET_STATE_IMAGES=json) is compared with the replay's change in that form.
-            let jsonRecorded = Set(recorded.history.filter { $0.value.first == UInt8(ascii: "{") }.map(\.key))
-            let history = replayed.history.map { jsonRecorded.contains($0.key) ? replayed.jsonHistory[$0.key] ?? $0 : $0 }
+            // Each recorded history record is rebuilt in its own form and slot: a per-unit image
+            // from the re-fold's changes in its unit, a change record (the builds before, or
+            // FLEET_STATE_IMAGES=json) from the change at its input.
+            let history = replayed.history(for: recorded.historyPlaces, covered: rerun.covered, range: read.range, topics: topics)
             verdict = .comparison(ReplayComparison(
                 recorded: recorded.outputs + recorded.history,
                 replayed: replayed.outputs.filter(mine) + history.filter(mine)))
@@ -131,15 +132,23 @@ public struct FleetReplay: Sendable {
     private struct RerunResult: Sendable {
         var read: RangeReader.Read
         var replayed: ReplayedRange
-        /// The recorded history changes of the range's records.
+        /// The recorded history records of the range's records.
         var rangeHistory: [KafkaMessage]
+        /// Which changes (user, input offset) of the range the recorded history covers.
+        var covered: Set<UserOffset>
     }
 
-    /// Rebuilds the start state and re-runs the range with whichever processor the worker runs,
-    /// streaming: the history and the changelog go through `StartState.Builder` (per user only
-    /// the images that matter), then the log is read from the nearest checkpoint (the last
-    /// history change or position record) before the range, not from its beginning, and only
-    /// the range's records are kept.
+    /// Rebuilds the fold and re-runs the range with whichever processor the worker runs,
+    /// streaming, in two passes over the history:
+    /// 1. the records' places only (no image decoded): where the re-fold must begin
+    ///    (`RefoldBase`: the earliest start of a commit unit spanning `--from`), and which
+    ///    changes of the range the history covers;
+    /// 2. the images, through `StartState.Builder` at that base (per user only the images that
+    ///    matter), with the changelog.
+    /// Then the log is read from the nearest checkpoint (the last history record or position
+    /// record) before the base, not from its beginning: records before the base only move the
+    /// log time, records from the base to `--from` are re-folded without being compared, and
+    /// only the range's records are kept.
     private struct Rerun: WorkerProcessorVisitor {
         let rangeReader: RangeReader
         let partition: Int32
@@ -149,17 +158,43 @@ public struct FleetReplay: Sendable {
 
         func visit<P: UserProcessor>(_ processor: P) async throws -> RerunResult {
             let topics = rangeReader.topics
-            var builder = StartState<P.State>.Builder(start: bounds.from)
-            var rangeHistory: [KafkaMessage] = []
+            let inRange = { (offset: Int64) in offset >= bounds.from && (bounds.to.map { offset < $0 } ?? true) }
+            var base = RefoldBase(start: bounds.from)
+            var covered = Set<UserOffset>()
+            var historyBegins: Int64?
             try await rangeReader.stream(topics.history, partition: partition) { message in
+                if historyBegins == nil { historyBegins = message.offset }
                 // A migrated generation's history starts with copies of the previous one's (header
                 // `fleet-copied-from`), whose input offsets are the previous log's: not this log's.
                 guard message.header(StateRekeying.copiedFromHeader) == nil else { return }
+                let place: ChangelogRecords.HistoryPlace
+                do {
+                    place = try ChangelogRecords.historyPlace(of: message)
+                } catch {
+                    throw ReplayError("\(error)")
+                }
+                base.add(place)
+                for offset in place.changed where inRange(offset) { covered.insert(UserOffset(userId: place.userId, offset: offset)) }
+            }
+
+            var builder = StartState<P.State>.Builder(start: base.base)
+            var rangeHistory: [KafkaMessage] = []
+            try await rangeReader.stream(topics.history, partition: partition) { message in
+                if message.header(StateRekeying.copiedFromHeader) != nil {
+                    // The previous generation's last image of a user is its state when the log
+                    // was cut: what the migration re-keyed into this generation's changelog.
+                    let copy: ChangelogRecords.HistoryEntry<P.State>
+                    do {
+                        copy = try ChangelogRecords.historyEntry(of: message, as: P.State.self)
+                    } catch {
+                        throw ReplayError("\(error)")
+                    }
+                    builder.add(.state(userId: copy.userId, inputOffset: ChangelogRecords.migratedInputOffset, state: copy.after))
+                    return
+                }
                 let change = try HistoryChange<P.State>(message)
                 builder.add(change)
-                if change.inputOffset >= bounds.from, bounds.to.map({ change.inputOffset < $0 }) ?? true {
-                    rangeHistory.append(message)
-                }
+                if inRange(change.inputOffset) { rangeHistory.append(message) }
             }
             try await rangeReader.stream(topics.state, partition: partition) { message in
                 let entry: ChangelogRecords.Entry<P.State>
@@ -170,23 +205,32 @@ public struct FleetReplay: Sendable {
                 }
                 builder.add(entry)
             }
+            let unknown = builder.usersWithoutImage
+            if let begins = historyBegins, begins > 0, !unknown.isEmpty {
+                throw ReplayError(
+                    "\(topics.history)[\(partition)] begins at offset \(begins) (older records were deleted by retention), and no image older than offset \(base.base) of \(topics.folded) is left for \(unknown.count) user(s) the range changes (\(unknown.prefix(3).joined(separator: ", "))\(unknown.count > 3 ? ", ..." : "")): history retention bounds how far back a replay can start; replay a later range")
+            }
 
             let checkpoint = builder.checkpointOffset
+            var warmUp: [KafkaMessage] = []
             var rangeLog: [KafkaMessage] = []
-            let start = checkpoint.map { $0 + 1 }.map { min($0, bounds.from) }
+            let start = checkpoint.map { min($0 + 1, base.base) }
             let next = try await rangeReader.streamLog(partition: partition, start: start, stop: bounds.to) { message in
-                if message.offset < bounds.from {
+                if message.offset < base.base {
                     builder.add(StartState<P.State>.LogPoint(
                         offset: message.offset, timestamp: message.timestamp.map(Timestamp.init(millisecondsSinceEpoch:)),
                         decodes: (try? KafkaRecords.decode(message, limits: limits)) != nil))
+                } else if message.offset < bounds.from {
+                    warmUp.append(message)
                 } else {
                     rangeLog.append(message)
                 }
             }
             let range = try ReplayRange.checked(partition: partition, from: bounds.from, to: bounds.to ?? next ?? bounds.from, given: given)
             let read = RangeReader.Read(range: range, rangeLog: rangeLog.filter { range.contains($0.offset) })
-            let replayed = try PartitionReplay.run(processor, from: builder.state, log: read.rangeLog, topics: topics, limits: limits)
-            return RerunResult(read: read, replayed: replayed, rangeHistory: rangeHistory)
+            let replayed = try PartitionReplay.run(
+                processor, from: builder.state, warmUp: warmUp, log: read.rangeLog, topics: topics, limits: limits)
+            return RerunResult(read: read, replayed: replayed, rangeHistory: rangeHistory, covered: covered)
         }
     }
 }

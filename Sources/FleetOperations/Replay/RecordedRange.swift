@@ -1,6 +1,6 @@
 import Foundation
 public import FleetModel
-import FleetWorkers
+public import FleetWorkers
 public import Kafka
 
 /// What the worker recorded for a replayed range: the records of its output, dead-letter and
@@ -10,11 +10,14 @@ public import Kafka
 ///   output id is `<stem>:<index>`, the stem being the step's origin, see `OutputIDs`).
 /// - A dead letter belongs to it when its `source-topic`/`source-partition`/`source-offset`
 ///   headers name a record of the range.
-/// - A history change belongs to it when its `input_offset` lies in the range.
+/// - A history record belongs to it when the input offset its after-image is as of lies in the
+///   range (a per-input change's `input_offset`, the last changed offset of a per-unit image).
 /// With `user`, only records keyed by that user are kept.
 public struct RecordedRange: Sendable {
     public var outputs: [ComparedRecord] = []
     public var history: [ComparedRecord] = []
+    /// Where each of `history` belongs, in the same order.
+    public var historyPlaces: [ChangelogRecords.HistoryPlace] = []
     /// The recorded output records, first copy of each (topic, id), in the order read.
     public var records: [FleetRecord] = []
 
@@ -53,13 +56,13 @@ public struct RecordedRange: Sendable {
             outputs.append(ComparedRecord(message, key: PartitionReplay.deadLetterKey(partition: partition, offset: offset)))
         }
         for message in changes where message.partition == range.partition {
-            guard message.header(ChangelogRecords.kindHeader).map({ String(decoding: $0, as: UTF8.self) }) == ChangelogRecords.Kind.change.rawValue,
-                  let place = try? ChangelogRecords.changePlace(of: message),
-                  range.contains(place.input.offset), user == nil || place.userId == user
+            guard let place = try? ChangelogRecords.historyPlace(of: message),
+                  range.contains(place.lastOffset), user == nil || place.userId == user
             else { continue }
-            var change = ComparedRecord(message, key: PartitionReplay.historyKey(user: place.userId, inputOffset: place.input.offset))
+            var change = ComparedRecord(message, key: PartitionReplay.historyKey(of: place))
             change.timestamp = nil  // the runtime leaves history timestamps to the producer's clock
             history.append(change)
+            historyPlaces.append(place)
         }
     }
 }

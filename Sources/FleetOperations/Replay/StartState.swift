@@ -5,14 +5,18 @@ public import FleetWorkers
 /// and the partition's log time, rebuilt from what the worker recorded (DESIGN.md principle 6).
 ///
 /// A user's state before `start` is, in this order of preference:
-/// 1. the `after` image of the user's last history change at an input offset below `start`;
-/// 2. else the `before` image of the user's first change at or after `start` (nothing changed the
-///    user in between, so that is the state at `start`; `null` means the user was not stored),
-///    which covers users whose older history has expired;
-/// 3. else the user's last `<worker>.state` record at an input offset below `start`;
-/// 4. else the user is not stored (initial state, no timer).
-/// Each is exact: the fold writes a history change for every state change, and a state record
-/// for the last change of each commit unit. Copies an at-least-once re-run wrote are identical.
+/// 1. the `after` image of the user's last history record as of an input offset below `start`;
+/// 2. else, when the user's first record at or after `start` is a per-input change record (the
+///    builds before per-unit history), its `before` image (nothing changed the user in between;
+///    `null` means the user was not stored), which covers users whose older history has expired;
+/// 3. else the user's last `<worker>.state` record at an input offset below `start` (a
+///    migration's re-keyed state, or a copied history record of the previous generation, counts
+///    as offset -1);
+/// 4. else the user is not stored (initial state, no timer) — unless the history's beginning
+///    was deleted by retention, when the caller cannot know (`usersWithoutImage`).
+/// With per-input change records each is exact at any `start`. With per-unit history images,
+/// they are exact at a unit's start: call this with `RefoldBase`'s `base` and re-fold the log
+/// from there to the asked offset. Copies an at-least-once re-run wrote are identical.
 ///
 /// The log time before `start` is the log time recorded at the last checkpoint below `start` (a
 /// history change's `log_time` or a `position` record of `<worker>.state`), moved on by every
@@ -113,13 +117,21 @@ public struct StartState<State: Codable & Hashable & Sendable>: Sendable {
             logTimeAfterCheckpoint = max(base ?? time, time)
         }
 
+        /// Users changed at or after `start` whose state before it no history record or state
+        /// record says: not stored then when the partition's history is whole; unknown when
+        /// its beginning was deleted by retention (history retention bounds how far back a
+        /// replay can start).
+        public var usersWithoutImage: [String] {
+            firstFrom.filter { user, change in !change.hasBefore && lastBefore[user] == nil && stored[user] == nil }.keys.sorted()
+        }
+
         /// The fold's content before `start` from what was added.
         public var state: StartState {
             var states: [String: State] = [:]
             for user in Set(lastBefore.keys).union(firstFrom.keys).union(stored.keys) {
                 if let change = lastBefore[user] {
                     states[user] = change.after
-                } else if let change = firstFrom[user] {
+                } else if let change = firstFrom[user], change.hasBefore {
                     if let before = change.before { states[user] = before }
                 } else if let entry = stored[user] {
                     states[user] = entry.state

@@ -26,12 +26,14 @@ import SwiftProtobuf
 /// A state or position record with `input_offset` -1 was re-keyed by a migration into a new
 /// generation: it precedes every input of that generation.
 ///
-/// `<worker>.history` holds `change` records: a user's state before and after one input record,
-/// with that record's coordinates, for replay and explain.
+/// `<worker>.history` holds, for replay and explain, one `image` record per changed user per
+/// commit unit (`historyImage`, see ChangelogRecords+History.swift); builds before per-unit
+/// history wrote `change` records (a user's state before and after one input record), which
+/// every reader here still reads, and `FLEET_STATE_IMAGES=json` still writes.
 ///
-/// State and change records are binary (`fleet.state.ChangelogState` / `HistoryChange` of
-/// Protos/fleet_state.proto, each with its format version, holding the state's image from
-/// `StateCoding`); the key is the user id. Versions before binary images wrote them as JSON
+/// State records are binary (`fleet.state.ChangelogState` of Protos/fleet_state.proto, with its
+/// format version, holding the state's image from `StateCoding`), as are history images and the
+/// change records of the build before per-unit history; the key is the user id. Versions before binary images wrote them as JSON
 /// envelopes (first byte `{`), which every reader here still reads, so a fleet whose changelog
 /// holds JSON images restores them and writes binary from then on (a rolling upgrade). Position,
 /// marker and cut records stay small JSON documents: one per partition and unit at most.
@@ -39,7 +41,7 @@ public enum ChangelogRecords {
     public static let kindHeader = "fleet-record"
 
     public enum Kind: String, Sendable {
-        case state, position, marker, change, cut
+        case state, position, marker, change, cut, image
     }
 
     public static let positionKey = "#position"
@@ -219,7 +221,7 @@ public enum ChangelogRecords {
             case .cut:
                 let envelope = try decoder.decode(CutEnvelope.self, from: Data(value))
                 return .cut(generation: envelope.generation, committedOffset: envelope.committed_offset)
-            case .change, nil:
+            case .change, .image, nil:
                 throw ReadError(description: "header \(kindHeader) is '\(kind ?? "missing")'")
             }
         } catch let error as ReadError {

@@ -3,7 +3,8 @@ import Kafka
 
 /// Everything processed since the last commit, committed together (DESIGN.md principle 4):
 /// the outputs, forwards, ticks and dead letters in the order produced, the latest state of each
-/// changed user, the partitions' log-time positions, and the next input offset per partition.
+/// changed user (its changelog record and its history image), the partitions' log-time
+/// positions, and the next input offset per partition.
 ///
 /// Under exactly-once the whole unit is one transaction; under at-least-once its records are
 /// produced and acknowledged before its offsets are committed. Either way a crash leaves the
@@ -18,6 +19,12 @@ struct CommitUnit<State: Sendable>: Sendable {
     /// offset it reflects. One changelog record per user per unit: the changelog is compacted,
     /// so only the last one would survive anyway.
     var states: [Int32: [String: (state: State, inputOffset: Int64)]] = [:]
+    /// Per folded partition, the first input offset folded in this unit: the `unit_start` of its
+    /// history images.
+    var unitStarts: [Int32: Int64] = [:]
+    /// Per folded partition and changed user, the input offsets that changed the user in this
+    /// unit and the log time after the last: with `states`, the user's history image.
+    var changes: [Int32: [String: UnitChanges]] = [:]
     /// Per folded partition, the log time after the unit's last folded record.
     var positions: [Int32: (inputOffset: Int64, logTime: Timestamp)] = [:]
     /// The next offset to read per consumed partition (physical names).
@@ -42,9 +49,24 @@ struct CommitUnit<State: Sendable>: Sendable {
             offsets[partition] = nil
             if partition.topic == foldedTopic {
                 states[partition.partition] = nil
+                unitStarts[partition.partition] = nil
+                changes[partition.partition] = nil
                 positions[partition.partition] = nil
             }
         }
+    }
+}
+
+/// Where one user changed within a commit unit.
+struct UnitChanges: Sendable {
+    /// Input offsets, ascending, each once.
+    var offsets: [Int64] = []
+    /// The partition's log time after the last of `offsets`.
+    var logTime: Timestamp
+
+    mutating func record(_ offset: Int64, logTime time: Timestamp) {
+        if offsets.last != offset { offsets.append(offset) }
+        logTime = time
     }
 }
 

@@ -59,7 +59,8 @@ actor FoldCore<P: UserProcessor> {
     /// migration to a later generation): the runtime restarts on the current registry.
     private(set) var staleLayout: String?
     private var unit = CommitUnit<[UInt8]>()
-    /// Per user, the encoded state last written in this unit: the next change's `before` image.
+    /// Per user, the encoded state last written in this unit: the next change's `before` image
+    /// (`FLEET_STATE_IMAGES=json`, which writes a change record per state change).
     private var encodedInUnit: [Int32: [String: [UInt8]]] = [:]
     private var generation = 0
     /// Topics not processed because their partition count changed, with the operator message.
@@ -388,6 +389,7 @@ actor FoldCore<P: UserProcessor> {
         var message = physical
         message.topic = namespace.logical(physical.topic) ?? physical.topic
         let cause = InputPosition(partition: physical.topicPartition, offset: physical.offset)
+        if unit.unitStarts[partition] == nil { unit.unitStarts[partition] = physical.offset }
         if !quarantined.isEmpty, let quarantine = quarantined[cause] {
             // Its outputs failed to produce again and again: dead-lettered as it is, the fold
             // untouched (as for a record that does not decode), so the partition goes on.
@@ -412,22 +414,31 @@ actor FoldCore<P: UserProcessor> {
         let input = KafkaRecords.coordinates(message)
         let logTime = fold.logTime ?? timestamp
         for (change, after) in zip(step.changes, folded.stateImages) {
-            let before: [UInt8]?
-            if let cached = encodedInUnit[partition]?[change.userId] {
-                before = cached
-            } else {
-                do {
-                    before = try change.before.map { try StateCoding.encode($0, as: settings.stateImages) }
-                } catch {
-                    fatal = WorkerStopped(description: "cannot encode the state of user \(change.userId): \(error)")
-                    continue
-                }
-            }
-            encodedInUnit[partition, default: [:]][change.userId] = after
             unit.states[partition, default: [:]][change.userId] = (after, physical.offset)
-            unit.append(ChangelogRecords.change(
-                userId: change.userId, before: before, after: after, input: input, logTime: logTime,
-                topic: layout.historyTopic, partition: partition), cause: cause)
+            switch settings.stateImages {
+            case .binary:
+                // One history image per changed user per unit, written with the unit (`commit`).
+                unit.changes[partition, default: [:]][change.userId, default: UnitChanges(logTime: logTime)]
+                    .record(physical.offset, logTime: logTime)
+            case .json:
+                // What the builds before binary images wrote, so a rollback to them loses nothing:
+                // a change record per state change, with its before-image.
+                let before: [UInt8]?
+                if let cached = encodedInUnit[partition]?[change.userId] {
+                    before = cached
+                } else {
+                    do {
+                        before = try change.before.map { try StateCoding.encode($0, as: .json) }
+                    } catch {
+                        fatal = WorkerStopped(description: "cannot encode the state of user \(change.userId): \(error)")
+                        continue
+                    }
+                }
+                encodedInUnit[partition, default: [:]][change.userId] = after
+                unit.append(ChangelogRecords.change(
+                    userId: change.userId, before: before, after: after, input: input, logTime: logTime,
+                    topic: layout.historyTopic, partition: partition), cause: cause)
+            }
         }
         if fold.logTime != logTimeBefore, let time = fold.logTime {
             unit.positions[partition] = (physical.offset, time)
@@ -563,6 +574,16 @@ actor FoldCore<P: UserProcessor> {
                     userId: user, image: entry.state, inputOffset: entry.inputOffset,
                     topic: layout.stateTopic, partition: partition))
                 causes.append(InputPosition(partition: TopicPartition(layout.foldedTopic, partition), offset: entry.inputOffset))
+            }
+        }
+        for (partition, users) in unit.changes.sorted(by: { $0.key < $1.key }) {
+            guard let unitStart = unit.unitStarts[partition], let images = unit.states[partition] else { continue }
+            for (user, changes) in users.sorted(by: { $0.key < $1.key }) {
+                guard let image = images[user], let last = changes.offsets.last else { continue }
+                records.append(ChangelogRecords.historyImage(
+                    userId: user, after: image.state, unitStart: unitStart, changed: changes.offsets, logTime: changes.logTime,
+                    inputTopic: layout.topics.log, topic: layout.historyTopic, partition: partition))
+                causes.append(InputPosition(partition: TopicPartition(layout.foldedTopic, partition), offset: last))
             }
         }
         for (partition, position) in unit.positions.sorted(by: { $0.key < $1.key }) {
