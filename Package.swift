@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "DeliveryPolicy", targets: ["DeliveryPolicy"]),
         .library(name: "UpstreamProcessors", targets: ["UpstreamProcessors"]),
         .library(name: "FleetSimulation", targets: ["FleetSimulation"]),
+        .library(name: "SenderCore", targets: ["SenderCore"]),
         .library(name: "FleetTestSupport", targets: ["FleetTestSupport"]),
         .library(name: "FleetWorkers", targets: ["FleetWorkers"]),
         .library(name: "FleetOperations", targets: ["FleetOperations"]),
@@ -89,6 +90,13 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Yams", package: "Yams"),
             ],
+            swiftSettings: strict
+        ),
+        // The sender's decisions (issue 17): devices, attempts, retries, fallback, receipts; a
+        // pure fold like the others, and the provider payloads and answer meanings it relies on.
+        .target(
+            name: "SenderCore",
+            dependencies: ["FleetModel"],
             swiftSettings: strict
         ),
         // `fleetctl simulate`: the whole fleet's logic in one process over JSONL.
@@ -223,6 +231,14 @@ let package = Package(
             ],
             // The state image corpus, read from the checkout (StateImageCorpusTests).
             exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "SenderTests",
+            dependencies: [
+                "SenderCore",
+                "FleetModel",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(
             name: "KafkaTests",
