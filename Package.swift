@@ -38,6 +38,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
     ],
     targets: [
         // librdkafka from the system (Debian: librdkafka-dev).
@@ -97,6 +101,42 @@ let package = Package(
         .target(
             name: "SenderCore",
             dependencies: ["FleetModel"],
+            swiftSettings: strict
+        ),
+        // The sender's effect stage: APNs (HTTP/2, ES256 provider JWT), FCM HTTP v1 (OAuth2 from a
+        // service account, RS256 assertion) and a Resend-compatible email API. Crypto from
+        // swift-crypto, HTTP/2 and TLS from async-http-client; no protocol written by hand.
+        .target(
+            name: "ProviderClients",
+            dependencies: [
+                "SenderCore",
+                "FleetModel",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // Stand-in providers that speak the real protocols, for tests and the compose file: an
+        // APNs fake over TLS + HTTP/2 that checks the provider JWT, an FCM fake with its token
+        // endpoint, an email fake; and a test CA made on the spot.
+        .target(
+            name: "SenderTestSupport",
+            dependencies: [
+                "SenderCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
         // `fleetctl simulate`: the whole fleet's logic in one process over JSONL.
@@ -237,6 +277,9 @@ let package = Package(
             dependencies: [
                 "SenderCore",
                 "FleetModel",
+                "ProviderClients",
+                "SenderTestSupport",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
