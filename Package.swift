@@ -121,6 +121,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The sender's effect stage on Kafka: attempts in, provider calls, answers into the
+        // sender's inbox in one transaction with the consumed offsets.
+        .target(
+            name: "SenderEffect",
+            dependencies: [
+                "Kafka",
+                "FleetModel",
+                "ProviderClients",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // Stand-in providers that speak the real protocols, for tests and the compose file: an
         // APNs fake over TLS + HTTP/2 that checks the provider JWT, an FCM fake with its token
         // endpoint, an email fake; and a test CA made on the spot.
@@ -279,6 +291,9 @@ let package = Package(
                 "FleetModel",
                 "ProviderClients",
                 "SenderTestSupport",
+                "SenderEffect",
+                "Kafka",
+                "FleetTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
