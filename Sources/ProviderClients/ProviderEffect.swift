@@ -20,11 +20,14 @@ public final class ProviderEffect: Sendable {
     private let fcm: FCMClient?
     private let email: EmailClient?
     private let logger: Logger
+    private let metrics: SenderMetrics?
     private let now: @Sendable () -> Date
 
     /// One HTTP client for every provider: HTTP/2 when the server offers it (APNs does), a
     /// connection pool per host, the system's trust roots plus `extraTrustRootsPEM`.
-    public init(settings: ProviderSettings, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) throws {
+    public init(
+        settings: ProviderSettings, logger: Logger, metrics: SenderMetrics? = nil, now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let pem = settings.extraTrustRootsPEM {
             tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))]
@@ -36,6 +39,7 @@ public final class ProviderEffect: Sendable {
         self.client = client
         self.settings = settings
         self.logger = logger
+        self.metrics = metrics
         self.now = now
         let timeout = settings.requestTimeout
         do {
@@ -57,6 +61,15 @@ public final class ProviderEffect: Sendable {
 
     /// Performs `attempt` and returns its answer.
     public func perform(_ attempt: SendAttempt) async -> SendResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let result = await call(attempt)
+        let elapsed = clock.now - start
+        metrics?.record(result, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return result
+    }
+
+    private func call(_ attempt: SendAttempt) async -> SendResult {
         do {
             switch attempt.provider {
             case .apns:

@@ -1,6 +1,7 @@
 import FleetModel
 import Foundation
 import Logging
+import Prometheus
 import ProviderClients
 import SenderCore
 import SenderTestSupport
@@ -153,5 +154,35 @@ import Testing
         #expect(throws: ProviderSettings.Invalid.self) {
             try ProviderSettings.fromEnvironment(["SENDER_REQUEST_TIMEOUT_MS": "soon"]) { _ in "" }
         }
+    }
+}
+
+/// The effect's metrics, as Prometheus serves them (issue 17, "Operations").
+@Suite(.timeLimit(.minutes(2))) struct SenderMetricsTests {
+    @Test func callsAreCountedByProviderAndOutcomeWithTheirLatency() async throws {
+        let fakes = try await ProviderFakes.start()
+        let registry = PrometheusCollectorRegistry()
+        let settings = try ProviderSettings.fromEnvironment([
+            "SENDER_APNS_ENDPOINT": fakes.servers[0].baseURL, "SENDER_APNS_KEY_ID": fakes.apns.keyId,
+            "SENDER_APNS_TEAM_ID": fakes.apns.teamId, "SENDER_APNS_KEY_FILE": "/k", "SENDER_CA_FILE": "/ca",
+        ]) { $0 == "/k" ? fakes.apns.signingKeyPEM : fakes.authority.rootPEM }
+        let effect = try ProviderEffect(
+            settings: settings, logger: Logger(label: "sender-tests"),
+            metrics: SenderMetrics(factory: PrometheusMetricsFactory(registry: registry)))
+        fakes.apns.script("dead", [.unregistered])
+        fakes.apns.script("stale", [.expiredProviderToken])
+        _ = await effect.perform(ProviderClientTests.attempt(.apns, token: "a1"))
+        _ = await effect.perform(ProviderClientTests.attempt(.apns, token: "dead"))
+        _ = await effect.perform(ProviderClientTests.attempt(.apns, token: "stale"))
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        let text = String(decoding: buffer, as: UTF8.self)
+        #expect(text.contains(#"sender_attempts_total{provider="apns",outcome="accepted"} 1"#))
+        #expect(text.contains(#"sender_attempts_total{provider="apns",outcome="invalid_token"} 1"#))
+        #expect(text.contains(#"sender_attempts_total{provider="apns",outcome="credentials_expired"} 1"#))
+        #expect(text.contains(#"sender_auth_failures_total{provider="apns"} 1"#))
+        #expect(text.contains(#"sender_provider_latency_seconds_count{provider="apns"} 3"#))
+        try await effect.shutdown()
+        try await fakes.stop()
     }
 }
