@@ -142,6 +142,14 @@ import Testing
         #expect(settings.email?.apiKey.reveal == "re_live_secret")
     }
 
+    @Test func everySenderVariableIsInTheREADME() throws {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        let missing = ProviderSettings.variables.map(\.name).filter { !text.contains("`\($0)`") }
+        #expect(missing.isEmpty, "README.md does not mention \(missing)")
+    }
+
     @Test func missingSettingsAreNamed() {
         #expect(throws: ProviderSettings.Invalid.self) {
             try ProviderSettings.fromEnvironment(["SENDER_APNS_ENDPOINT": "https://x"]) { _ in "" }
