@@ -4,7 +4,8 @@ public import FleetModel
 /// sends 3× with exponential backoff"; email for the types the email preferences list).
 public struct SenderPolicy: Hashable, Sendable {
     /// Tries per device (or address), the first included: after this many retryable answers
-    /// the device's try is failed for good.
+    /// the device's try is failed for good. A provider outage (no answer, 503) does not count:
+    /// those attempts go on, backing off, until `maximumAge`.
     public var maximumTries: Int
     /// A delivery not through by `arrival + maximumAge` is given up as `expired`; it is also
     /// what the providers are told (`apns-expiration`, FCM `ttl`).

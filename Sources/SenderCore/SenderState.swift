@@ -84,15 +84,19 @@ public struct Target: Codable, Hashable, Sendable {
     public var provider: SendProvider
     /// Attempts made so far (the one in flight included).
     public var tries: Int
+    /// Retryable answers that count against `SenderPolicy.maximumTries`: every one but a
+    /// provider that was not there (no answer, 503), which is an outage, not this send
+    /// failing; those retry until the delivery's maximum age, so a backlog drains afterwards.
+    public var countedFailures: Int
     /// Whether the one retry after an expired provider token was used.
     public var credentialsRenewed: Bool
     public var stage: TargetStage
 
     public init(deviceId: String, provider: SendProvider, stage: TargetStage) {
-        self.deviceId = deviceId; self.provider = provider; self.tries = 0; self.credentialsRenewed = false; self.stage = stage
+        self.deviceId = deviceId; self.provider = provider; self.tries = 0; self.countedFailures = 0; self.credentialsRenewed = false; self.stage = stage
     }
 
-    enum CodingKeys: String, CodingKey { case deviceId = "device_id", provider, tries, credentialsRenewed = "credentials_renewed", stage }
+    enum CodingKeys: String, CodingKey { case deviceId = "device_id", provider, tries, countedFailures = "counted_failures", credentialsRenewed = "credentials_renewed", stage }
 }
 
 /// Where one target stands. The last four are final.

@@ -101,6 +101,7 @@ struct SenderStep {
                 target.stage = .waiting(until: now, renewCredentials: true)
             }
         case .retryable:
+            if !Self.isOutage(result) { target.countedFailures += 1 }
             target.stage = retryStage(for: target, attemptId: result.attemptId, result: result, reason: reason, expiresAt: progress.expiresAt)
         }
         progress.targets[index] = target
@@ -116,7 +117,7 @@ struct SenderStep {
     private mutating func retryStage(
         for target: Target, attemptId: String, result: SendResult, reason: String, expiresAt: Timestamp
     ) -> TargetStage {
-        if target.tries >= policy.maximumTries {
+        if target.countedFailures >= policy.maximumTries {
             return .failed(reason: "gave up after \(target.tries) tries: \(reason)")
         }
         let wait = Backoff.delay(
@@ -134,6 +135,9 @@ struct SenderStep {
         }
         return .waiting(until: due, renewCredentials: false)
     }
+
+    /// No answer at all, or 503: the provider is down, not refusing this send.
+    static func isOutage(_ result: SendResult) -> Bool { result.status == nil || result.status == 503 }
 
     // MARK: Devices
 

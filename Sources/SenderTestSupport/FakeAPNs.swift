@@ -36,6 +36,7 @@ public final class FakeAPNs: Sendable {
         var delivered: [Delivered] = []
         var requests: [FakeRequest] = []
         var revokedTokens: Set<String> = []
+        var outage = false
     }
 
     public let keyId: String
@@ -67,11 +68,18 @@ public final class FakeAPNs: Sendable {
         }
     }
 
+    /// While on, every request is answered 503 `ServiceUnavailable` (a provider outage).
+    public func setOutage(_ on: Bool) { book.withLock { $0.outage = on } }
+
     public var delivered: [Delivered] { book.withLock { $0.delivered } }
     public var requests: [FakeRequest] { book.withLock { $0.requests } }
 
     public func respond(_ request: FakeRequest) -> FakeResponse {
-        book.withLock { $0.requests.append(request) }
+        let outage = book.withLock { book in
+            book.requests.append(request)
+            return book.outage
+        }
+        if outage { return reason(503, "ServiceUnavailable") }
         guard request.method == "POST", request.path.hasPrefix("/3/device/") else {
             return reason(404, request.method == "POST" ? "BadPath" : "MethodNotAllowed")
         }

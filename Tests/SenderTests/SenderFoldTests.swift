@@ -58,6 +58,22 @@ import Testing
         #expect(h.attempts.count == 3)
     }
 
+    @Test func aProviderOutageDoesNotUseUpTheTriesAndTheDeliveryGoesOutAfterIt() {
+        var h = H()
+        h.apply(H.device("phone", .ios))
+        h.apply(H.delivery("d1"))
+        // Thirty minutes without an answer, then twenty of 503s: six tries, none counted (the
+        // backoff grows: at most 30 s, 1, 2, 4, 8 min, so each 10-minute step brings the next).
+        for step in 0..<5 {
+            let last = h.attempts[h.attempts.count - 1]
+            h.answer(last, .retryable, status: step < 3 ? nil : 503, reason: step < 3 ? "connection error" : "ServiceUnavailable")
+            h.advance(by: .minutes(10))
+        }
+        #expect(h.receipts.isEmpty && h.attempts.count == 6)
+        h.answer(h.attempts[h.attempts.count - 1], .accepted)
+        #expect(h.receipts.map(\.status) == [.sent])
+    }
+
     @Test func retryAfterIsHonouredAndA429BacksOffTheWholeDevice() {
         var h = H()
         h.apply(H.device("phone", .ios))

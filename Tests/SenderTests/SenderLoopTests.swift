@@ -41,6 +41,29 @@ import Testing
         try await fakes.stop()
     }
 
+    /// Issue 17, "provider outage of minutes (backlog drains afterwards, nothing lost)".
+    @Test func aBacklogBuiltDuringAnOutageDrainsAfterIt() async throws {
+        let fakes = try await ProviderFakes.start()
+        fakes.apns.setOutage(true)
+        var h = H(), done = 0
+        h.apply(H.device("phone", .ios, token: "a1"))
+        for index in 0..<20 { h.apply(H.delivery("d\(index)")) }
+        await Self.pump(&h, fakes, from: &done)
+        for _ in 0..<6 {  // twelve minutes of outage
+            h.advance(by: .minutes(2))
+            await Self.pump(&h, fakes, from: &done)
+        }
+        #expect(h.receipts.isEmpty && fakes.apns.delivered.isEmpty)
+        fakes.apns.setOutage(false)
+        for _ in 0..<4 {
+            h.advance(by: .minutes(5))
+            await Self.pump(&h, fakes, from: &done)
+        }
+        #expect(h.receipts.count == 20 && h.receipts.allSatisfy { $0.status == .sent })
+        #expect(Set(fakes.apns.delivered.map(\.collapseId)) == Set((0..<20).map { "d\($0)" }))
+        try await fakes.stop()
+    }
+
     @Test func aDeadTokenIsNeverUsedAgainAndTheOtherDeviceGetsIt() async throws {
         let fakes = try await ProviderFakes.start()
         fakes.apns.script("a1", [.unregistered])
