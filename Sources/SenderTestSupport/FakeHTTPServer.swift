@@ -98,14 +98,12 @@ final class FakeRequestHandler: ChannelInboundHandler {
             guard let request else { return }
             self.request = nil
             let response = respond(request)
-            if response.delay > 0 {
-                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                context.eventLoop.scheduleTask(in: .milliseconds(Int64(response.delay * 1000))) {
-                    let (handler, context) = loopBound.value
-                    handler.write(response, context: context)
-                }
-            } else {
-                write(response, context: context)
+            // Answered from a task of its own, after the read that brought the request is
+            // over: concurrent streams of one connection each get their answer flushed.
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: .milliseconds(Int64(response.delay * 1000))) {
+                let (handler, context) = loopBound.value
+                handler.write(response, context: context)
             }
         }
     }

@@ -44,6 +44,23 @@ import Testing
         try await fakes.stop()
     }
 
+    /// The effect stage keeps many calls in flight: concurrent streams on one HTTP/2
+    /// connection each get their own answer.
+    @Test func concurrentCallsShareTheConnectionAndEachGetsItsAnswer() async throws {
+        let fakes = try await ProviderFakes.start()
+        let results = await withTaskGroup(of: SendResult.self) { group in
+            for index in 0..<64 {
+                group.addTask { await fakes.effect.perform(Self.attempt(.apns, token: "a\(index % 8)", id: "d\(index)~push~phone~1")) }
+            }
+            var all: [SendResult] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+        #expect(results.count == 64 && results.allSatisfy { $0.outcome == .accepted })
+        #expect(Set(fakes.apns.delivered.map(\.apnsId)).count == 64)
+        try await fakes.stop()
+    }
+
     @Test func apnsAnswersMapAsTheIssueLists() async throws {
         let fakes = try await ProviderFakes.start()
         fakes.apns.script("dead", [.unregistered])
