@@ -37,6 +37,8 @@ public final class FakeAPNs: Sendable {
         var requests: [FakeRequest] = []
         var revokedTokens: Set<String> = []
         var outage = false
+        /// Provider tokens whose signature was checked (a connection reuses one for 40 minutes).
+        var verified: [String: Int] = [:]
     }
 
     public let keyId: String
@@ -88,7 +90,14 @@ public final class FakeAPNs: Sendable {
             return reason(403, "MissingProviderToken")
         }
         if book.withLock({ $0.revokedTokens.contains(authorization) }) { return reason(403, "ExpiredProviderToken") }
-        switch verify(jwt: String(authorization.dropFirst("bearer ".count))) {
+        let verdict: Verdict
+        if let iat = book.withLock({ $0.verified[authorization] }) {
+            verdict = now().timeIntervalSince1970 - TimeInterval(iat) > 3600 ? .expired : .valid(iat: iat)
+        } else {
+            verdict = verify(jwt: String(authorization.dropFirst("bearer ".count)))
+            if case .valid(let iat) = verdict { book.withLock { $0.verified[authorization] = iat } }
+        }
+        switch verdict {
         case .valid: break
         case .expired: return reason(403, "ExpiredProviderToken")
         case .invalid: return reason(403, "InvalidProviderToken")
@@ -135,7 +144,7 @@ public final class FakeAPNs: Sendable {
         .json(status, ["reason": reason], headers: apnsId.map { ["apns-id": $0] } ?? [:])
     }
 
-    private enum Verdict { case valid, expired, invalid }
+    private enum Verdict { case valid(iat: Int), expired, invalid }
 
     private struct JWTHeader: Decodable { var alg: String; var kid: String? }
     private struct JWTClaims: Decodable { var iss: String; var iat: Int }
@@ -155,7 +164,7 @@ public final class FakeAPNs: Sendable {
             publicKey.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
         else { return .invalid }
         let age = now().timeIntervalSince1970 - TimeInterval(claims.iat)
-        return age > 3600 ? .expired : .valid
+        return age > 3600 ? .expired : .valid(iat: claims.iat)
     }
 }
 
