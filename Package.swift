@@ -15,6 +15,10 @@ let package = Package(
         .library(name: "DeliveryPolicy", targets: ["DeliveryPolicy"]),
         .library(name: "UpstreamProcessors", targets: ["UpstreamProcessors"]),
         .library(name: "FleetSimulation", targets: ["FleetSimulation"]),
+        .library(name: "SenderCore", targets: ["SenderCore"]),
+        .library(name: "ProviderClients", targets: ["ProviderClients"]),
+        .library(name: "SenderEffect", targets: ["SenderEffect"]),
+        .library(name: "SenderTestSupport", targets: ["SenderTestSupport"]),
         .library(name: "FleetTestSupport", targets: ["FleetTestSupport"]),
         .library(name: "FleetWorkers", targets: ["FleetWorkers"]),
         .library(name: "FleetOperations", targets: ["FleetOperations"]),
@@ -37,6 +41,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
     ],
     targets: [
         // librdkafka from the system (Debian: librdkafka-dev).
@@ -88,6 +96,62 @@ let package = Package(
                 "StateImages",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strict
+        ),
+        // The sender's decisions (issue 17): devices, attempts, retries, fallback, receipts; a
+        // pure fold like the others, and the provider payloads and answer meanings it relies on.
+        .target(
+            name: "SenderCore",
+            dependencies: ["FleetModel"],
+            swiftSettings: strict
+        ),
+        // The sender's effect stage: APNs (HTTP/2, ES256 provider JWT), FCM HTTP v1 (OAuth2 from a
+        // service account, RS256 assertion) and a Resend-compatible email API. Crypto from
+        // swift-crypto, HTTP/2 and TLS from async-http-client; no protocol written by hand.
+        .target(
+            name: "ProviderClients",
+            dependencies: [
+                "SenderCore",
+                "FleetModel",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        // The sender's effect stage on Kafka: attempts in, provider calls, answers into the
+        // sender's inbox in one transaction with the consumed offsets.
+        .target(
+            name: "SenderEffect",
+            dependencies: [
+                "Kafka",
+                "FleetModel",
+                "ProviderClients",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // Stand-in providers that speak the real protocols, for tests and the compose file: an
+        // APNs fake over TLS + HTTP/2 that checks the provider JWT, an FCM fake with its token
+        // endpoint, an email fake; and a test CA made on the spot.
+        .target(
+            name: "SenderTestSupport",
+            dependencies: [
+                "SenderCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
@@ -223,6 +287,21 @@ let package = Package(
             ],
             // The state image corpus, read from the checkout (StateImageCorpusTests).
             exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "SenderTests",
+            dependencies: [
+                "SenderCore",
+                "FleetModel",
+                "ProviderClients",
+                "SenderTestSupport",
+                "SenderEffect",
+                "Kafka",
+                "FleetTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(
             name: "KafkaTests",

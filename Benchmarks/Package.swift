@@ -98,6 +98,19 @@ let package = Package(
             ],
             path: "RuntimeBenchmark"
         ),
+        // Sends/s through the stand-in APNs (TLS + HTTP/2) with the sender's client (issue 17);
+        // a plain executable printing RESULT lines.
+        .executableTarget(
+            name: "SenderBenchmark",
+            dependencies: [
+                .product(name: "ProviderClients", package: root),
+                .product(name: "SenderTestSupport", package: root),
+                .product(name: "SenderCore", package: root),
+                .product(name: "FleetModel", package: root),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "SenderBenchmark"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

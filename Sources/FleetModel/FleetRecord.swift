@@ -23,6 +23,8 @@ public enum FleetRecord: Hashable, Sendable {
     case tick(Tick)
     case delivery(Delivery)
     case decision(Decision)
+    /// The sender's records (`SenderRecord`): devices, attempts, their results and receipts.
+    case sender(SenderRecord)
 
     /// The JSON `type` of this record.
     public var type: String {
@@ -48,6 +50,7 @@ public enum FleetRecord: Hashable, Sendable {
         case .tick: "tick"
         case .delivery: "delivery"
         case .decision: "decision"
+        case .sender(let record): record.type
         }
     }
 
@@ -72,6 +75,7 @@ public enum FleetRecord: Hashable, Sendable {
         case .tick(let p): p
         case .delivery(let p): p
         case .decision(let p): p
+        case .sender(let record): record.payload
         }
     }
 
@@ -100,7 +104,7 @@ extension FleetRecord: Codable {
             throw DecodingError.dataCorruptedError(forKey: .v, in: header, debugDescription: "unsupported version \(version)")
         }
         let type = try header.decode(String.self, forKey: .type)
-        guard let decode = FleetRecord.decoders[type] else {
+        guard let decode = FleetRecord.decoders[type] ?? SenderRecord.decoders[type] else {
             throw DecodingError.dataCorruptedError(forKey: .type, in: header, debugDescription: "unknown type \(RecordError.quote(type))")
         }
         self = try decode(decoder)

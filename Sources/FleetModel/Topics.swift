@@ -11,6 +11,15 @@ public enum Topics {
     public static let decisions = "rin.notify.decisions"
     public static let sections = "rin.home.sections"
     public static let retentionEvents = "rin.retention.events"
+    /// The device registry, keyed by user (`device.registered` / `unregistered` / `invalidated`).
+    public static let devices = "rin.devices"
+    /// The sender's log: deliveries, device records and settings forwarded from their topics,
+    /// and the effect stage's `send.result` answers.
+    public static let senderInbox = "rin.sender.inbox"
+    /// The attempts the sender's fold decided, for its effect stage.
+    public static let sendAttempts = "rin.sender.attempts"
+    /// One final status per delivery and channel.
+    public static let receipts = "rin.notify.receipts"
 
     /// The dead-letter topic of `topic`.
     public static func deadLetter(of topic: String) -> String { topic + ".dlq" }
@@ -22,6 +31,7 @@ public enum Topics {
             "user.settings_changed", "permission.changed", "user.action", "score.viewed",
         ]
         let reminderTypes: Set<String> = ["reminder.upserted", "reminder.cancelled"]
+        let deviceTypes: Set<String> = ["device.registered", "device.unregistered", "device.invalidated"]
         return [
             scoreBatches: ["score.computed"],
             syncResults: ["contacts.sync_completed"],
@@ -34,6 +44,10 @@ public enum Topics {
             decisions: ["decision"],
             sections: ["section.item"],
             retentionEvents: ["retention.event"],
+            devices: deviceTypes,
+            senderInbox: deviceTypes.union(["delivery", "user.settings_changed", "send.result", "tick"]),
+            sendAttempts: ["send.attempt"],
+            receipts: ["receipt"],
         ]
     }()
 }

@@ -40,7 +40,7 @@ public struct DeliveryEngine: UserProcessor {
             if state.memory.contains(id) { return }  // P-IDEM-1: a re-sent copy changes nothing
             withStep(&state, &context) { $0.recordArrived(record, id: id) }
         case .scoreComputed, .contactsSyncCompleted, .reminderUpserted, .reminderCancelled, .accessRequested,
-            .securityNewSignin, .securitySuspiciousActivity, .delivery, .decision:
+            .securityNewSignin, .securitySuspiciousActivity, .delivery, .decision, .sender:
             throw RecordError("type '\(record.type)' does not belong on topic '\(Topics.deliveryInbox)'")
         }
     }

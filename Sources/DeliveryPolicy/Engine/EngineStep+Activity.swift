@@ -23,7 +23,7 @@ extension EngineStep {
             state.lastActionAt = now
             state.lapse.noActionFired = false
         case .scoreViewed, .tick, .intent, .scoreComputed, .contactsSyncCompleted, .reminderUpserted, .reminderCancelled,
-            .accessRequested, .securityNewSignin, .securitySuspiciousActivity, .delivery, .decision:
+            .accessRequested, .securityNewSignin, .securitySuspiciousActivity, .delivery, .decision, .sender:
             break
         }
     }

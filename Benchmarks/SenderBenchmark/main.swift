@@ -1,0 +1,123 @@
+import FleetModel
+import Foundation
+import Logging
+import ProviderClients
+import SenderCore
+import SenderTestSupport
+
+// Sends through the stand-in APNs over TLS + HTTP/2 with the sender's client (one
+// async-http-client, its connection pool and concurrent streams), as issue 17 asks: sends/s at
+// full speed with CONCURRENCY calls in flight, CPU per thousand sends (this process: client and
+// fake together), then latency when paced at half that rate. A measurement printed as RESULT
+// lines, not a timed test.
+//
+//   N=20000 CONCURRENCY=128 .build/release/SenderBenchmark
+
+try await SenderBench.run()
+
+/// Everything in a nonisolated scope: top-level variables of main.swift belong to the main
+/// actor, and hundreds of concurrent calls hopping to it is not what is being measured.
+enum SenderBench {
+    static func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let count = Int(environment["N"] ?? "") ?? 20_000
+        let concurrency = Int(environment["CONCURRENCY"] ?? "") ?? 128
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .error
+            return handler
+        }
+
+        func note(_ text: String) { FileHandle.standardError.write(Data("sender-benchmark: \(text)\n".utf8)) }
+        note("starting")
+        let authority = try TestCertificateAuthority()
+        let apns = FakeAPNs()
+        let server = try await FakeHTTPServer.start(authority: authority, respond: apns.respond)
+        note("fake APNs on port \(server.port)")
+        let settings = ProviderSettings(
+            apns: .init(endpoint: server.baseURL, keyId: apns.keyId, teamId: apns.teamId, signingKey: Secret(apns.signingKeyPEM)),
+            extraTrustRootsPEM: authority.rootPEM, requestTimeout: 10)
+        let effect = try ProviderEffect(settings: settings, logger: Logger(label: "sender-benchmark"))
+        let expiry = Timestamp(millisecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000)
+
+        func attempt(_ index: Int) -> SendAttempt {
+            SendAttempt(
+                id: "bench-\(index)~push~phone~1", userId: "u\(index % 1000)", deliveryId: "bench-\(index)", notificationId: "n\(index)",
+                attempt: 1, provider: .apns, deviceId: "phone", token: "a\(index % 5000)", app: "com.fitcircle.app",
+                notification: "fitcircle.daily_checkin", category: "REMINDER", title: "Daily Check-in Reminder",
+                body: "Complete your check-in to keep your 14-day streak!", deepLink: "fitcircle://checkin", expiresAt: expiry)
+        }
+
+        func cpuSeconds() -> Double {
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        }
+
+        func seconds(_ duration: Duration) -> Double {
+            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        }
+
+        /// Every send with at most `concurrency` in flight; returns how many were accepted.
+        func saturate(from first: Int, count: Int) async -> Int {
+            await withTaskGroup(of: Bool.self) { group in
+                var next = first, accepted = 0
+                for _ in 0..<min(concurrency, count) {
+                    let index = next
+                    group.addTask { await effect.perform(attempt(index)).outcome == .accepted }
+                    next += 1
+                }
+                for await ok in group {
+                    if ok { accepted += 1 }
+                    if next < first + count {
+                        let index = next
+                        group.addTask { await effect.perform(attempt(index)).outcome == .accepted }
+                        next += 1
+                    }
+                }
+                return accepted
+            }
+        }
+
+        // Warm-up: connections, TLS, the provider token.
+        let warm = await effect.perform(attempt(0))
+        note("first call: \(warm.outcome.rawValue) \(warm.reason ?? "")")
+        _ = await saturate(from: 1, count: min(2000, count))
+        note("warmed up")
+
+        let clock = ContinuousClock()
+        let cpuBefore = cpuSeconds()
+        let start = clock.now
+        let accepted = await saturate(from: 1_000_000, count: count)
+        let elapsed = seconds(clock.now - start)
+        let cpu = cpuSeconds() - cpuBefore
+        let rate = Double(count) / elapsed
+        print("RESULT sender_apns_sends_per_second \(Int(rate)) (\(accepted)/\(count) accepted, concurrency \(concurrency))")
+        print("RESULT sender_apns_cpu_ms_per_1000_sends \(String(format: "%.1f", cpu / Double(count) * 1000 * 1000)) (client and fake in one process)")
+
+        // Paced at half the measured rate: latency of each call, open loop.
+        let paced = min(count, Int(rate / 2 * 5))  // about five seconds
+        let interval = 2.0 / rate
+        let latencies = await withTaskGroup(of: Double.self) { group in
+            let pacedStart = clock.now
+            for index in 0..<paced {
+                let due = pacedStart + .seconds(interval * Double(index))
+                if due > clock.now { try? await Task.sleep(until: due, clock: clock) }
+                group.addTask {
+                    let sent = clock.now
+                    _ = await effect.perform(attempt(2_000_000 + index))
+                    return seconds(clock.now - sent)
+                }
+            }
+            var all: [Double] = []
+            for await latency in group { all.append(latency) }
+            return all.sorted()
+        }
+        func percentile(_ p: Double) -> Double { latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        print("RESULT sender_apns_latency_ms_at_half_rate p50 \(String(format: "%.2f", percentile(0.5) * 1000)) p99 \(String(format: "%.2f", percentile(0.99) * 1000)) (\(paced) sends at \(Int(rate / 2))/s)")
+
+        try await effect.shutdown()
+        try await server.stop()
+
+    }
+}

@@ -1,0 +1,117 @@
+import AsyncHTTPClient
+public import FleetModel
+public import Foundation
+public import Logging
+import NIOCore
+import NIOSSL
+import SenderCore
+
+/// The sender's effect stage for one attempt: makes the provider call the fold decided and
+/// turns whatever happens into a `send.result` for the sender's inbox. It never throws: a
+/// call that got no answer (connection refused or reset, TLS failure, timeout) is a retryable
+/// result, so every attempt gets exactly one answer record.
+///
+/// The only clock read in the sender is here, at the edge: provider tokens' ages and FCM's
+/// `ttl`. Logs name the attempt, the provider and the status, never a token or key.
+public final class ProviderEffect: Sendable {
+    private let settings: ProviderSettings
+    private let client: HTTPClient
+    private let apns: APNsClient?
+    private let fcm: FCMClient?
+    private let email: EmailClient?
+    private let logger: Logger
+    private let metrics: SenderMetrics?
+    private let now: @Sendable () -> Date
+
+    /// One HTTP client for every provider: HTTP/2 when the server offers it (APNs does), a
+    /// connection pool per host, the system's trust roots plus `extraTrustRootsPEM`.
+    public init(
+        settings: ProviderSettings, logger: Logger, metrics: SenderMetrics? = nil, now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let pem = settings.extraTrustRootsPEM {
+            tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))]
+        }
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        configuration.httpVersion = .automatic
+        configuration.timeout = .init(connect: .seconds(5))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.client = client
+        self.settings = settings
+        self.logger = logger
+        self.metrics = metrics
+        self.now = now
+        let timeout = settings.requestTimeout
+        do {
+            apns = try settings.apns.map {
+                APNsClient(settings: $0, client: client, tokens: try APNsProviderToken(settings: $0, now: now), timeout: timeout)
+            }
+            fcm = try settings.fcm.map {
+                FCMClient(settings: $0, client: client, tokens: try FCMAccessToken(account: $0.serviceAccount, client: client, timeout: timeout, now: now), timeout: timeout)
+            }
+        } catch {
+            try? client.syncShutdown()
+            throw error
+        }
+        email = settings.email.map { EmailClient(settings: $0, client: client, timeout: timeout) }
+    }
+
+    /// Closes the connections; call once no `perform` is running.
+    public func shutdown() async throws { try await client.shutdown() }
+
+    /// Performs `attempt` and returns its answer.
+    public func perform(_ attempt: SendAttempt) async -> SendResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let result = await call(attempt)
+        let elapsed = clock.now - start
+        metrics?.record(result, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return result
+    }
+
+    private func call(_ attempt: SendAttempt) async -> SendResult {
+        do {
+            switch attempt.provider {
+            case .apns:
+                guard let apns else { return notConfigured(attempt) }
+                return try await apns.send(attempt)
+            case .fcm:
+                guard let fcm else { return notConfigured(attempt) }
+                return try await fcm.send(attempt, now: now())
+            case .email:
+                guard let email else { return notConfigured(attempt) }
+                return try await email.send(attempt)
+            }
+        } catch {
+            let reason = Self.describe(error)
+            logger.warning("no answer from provider", metadata: [
+                "attempt": "\(attempt.id)", "provider": "\(attempt.provider.rawValue)", "error": "\(reason)",
+            ])
+            return SendResult(
+                userId: attempt.userId, attemptId: attempt.id, deliveryId: attempt.deliveryId, deviceId: attempt.deviceId,
+                provider: attempt.provider, outcome: ProviderAnswers.noAnswer, reason: reason)
+        }
+    }
+
+    private func notConfigured(_ attempt: SendAttempt) -> SendResult {
+        SendResult(
+            userId: attempt.userId, attemptId: attempt.id, deliveryId: attempt.deliveryId, deviceId: attempt.deviceId,
+            provider: attempt.provider, outcome: .rejected, reason: "provider \(attempt.provider.rawValue) not configured")
+    }
+
+    /// A short reason for an error without an answer: the error's kind, never its payload
+    /// (an HTTP error can quote a URL, and an APNs URL holds the device token).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout: return "timeout"
+            case .remoteConnectionClosed: return "connection closed"
+            default: return "http client error"
+            }
+        }
+        if error is NIOSSLError { return "tls error" }
+        if error is ProviderSettings.Invalid { return "credentials unusable" }
+        if error is CancellationError { return "cancelled" }
+        return "connection error"
+    }
+}

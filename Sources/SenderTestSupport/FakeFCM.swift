@@ -1,0 +1,133 @@
+public import Foundation
+import Crypto
+import Synchronization
+import _CryptoExtras
+
+/// A stand-in for FCM HTTP v1 and Google's OAuth2 token endpoint. It makes its own service
+/// account (an RSA key), checks the RS256 assertion the sender signs with it
+/// (`POST /token`), hands out access tokens, and serves `POST /v1/projects/<p>/messages:send`
+/// for holders of one, answering from a script per registration token.
+public final class FakeFCM: Sendable {
+    public enum Answer: Sendable {
+        case success
+        case unregistered
+        case senderIdMismatch
+        case invalidArgument
+        case unavailable(retryAfterSeconds: Int?)
+        case internalError
+    }
+
+    public struct Delivered: Sendable, Hashable {
+        public var project: String
+        public var token: String
+        public var message: Data
+    }
+
+    private struct Book {
+        var scripts: [String: [Answer]] = [:]
+        var accessTokens: Set<String> = []
+        var delivered: [Delivered] = []
+        var tokenRequests = 0
+    }
+
+    public let projectId: String
+    public let clientEmail = "sender@fleet-tests.iam.gserviceaccount.com"
+    private let privateKeyPEM: String
+    private let publicKeyPEM: String
+    private let book = Mutex(Book())
+
+    public init(projectId: String = "fitcircle-test") throws {
+        self.projectId = projectId
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        self.privateKeyPEM = key.pemRepresentation
+        self.publicKeyPEM = key.publicKey.pemRepresentation
+    }
+
+    /// The service-account JSON the sender is given, with `token_uri` at this fake.
+    public func serviceAccountJSON(baseURL: String) -> String {
+        let object: [String: String] = [
+            "type": "service_account", "project_id": projectId, "private_key_id": "fake-key-1", "private_key": privateKeyPEM,
+            "client_email": clientEmail, "token_uri": baseURL + "/token",
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    public func script(_ token: String, _ answers: [Answer]) { book.withLock { $0.scripts[token, default: []] += answers } }
+    public var delivered: [Delivered] { book.withLock { $0.delivered } }
+    public var tokenRequests: Int { book.withLock { $0.tokenRequests } }
+
+    public func respond(_ request: FakeRequest) -> FakeResponse {
+        if request.method == "POST", request.path == "/token" { return issueToken(request) }
+        let prefix = "/v1/projects/", suffix = "/messages:send"
+        guard request.method == "POST", request.path.hasPrefix(prefix), request.path.hasSuffix(suffix) else {
+            return error(404, "NOT_FOUND", code: nil)
+        }
+        let project = String(request.path.dropFirst(prefix.count).dropLast(suffix.count))
+        guard let auth = request.header("authorization"), auth.hasPrefix("Bearer "),
+            book.withLock({ $0.accessTokens.contains(String(auth.dropFirst("Bearer ".count))) })
+        else { return error(401, "UNAUTHENTICATED", code: nil) }
+        guard let body = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
+            let message = body["message"] as? [String: Any], let token = message["token"] as? String
+        else { return error(400, "INVALID_ARGUMENT", code: "INVALID_ARGUMENT") }
+        let answer: Answer = book.withLock { book in
+            guard var queue = book.scripts[token], !queue.isEmpty else { return .success }
+            let next = queue.removeFirst()
+            book.scripts[token] = queue
+            return next
+        }
+        switch answer {
+        case .success: break
+        case .unregistered: return error(404, "NOT_FOUND", code: "UNREGISTERED")
+        case .senderIdMismatch: return error(403, "PERMISSION_DENIED", code: "SENDER_ID_MISMATCH")
+        case .invalidArgument: return error(400, "INVALID_ARGUMENT", code: "INVALID_ARGUMENT")
+        case .unavailable(let seconds):
+            var response = error(503, "UNAVAILABLE", code: "UNAVAILABLE")
+            if let seconds { response.headers["retry-after"] = String(seconds) }
+            return response
+        case .internalError: return error(500, "INTERNAL", code: "INTERNAL")
+        }
+        let number = book.withLock { book in
+            book.delivered.append(Delivered(project: project, token: token, message: request.body))
+            return book.delivered.count
+        }
+        return .json(200, ["name": "projects/\(project)/messages/\(number)"])
+    }
+
+    private struct Claims: Decodable { var iss: String; var scope: String; var aud: String; var iat: Int; var exp: Int }
+
+    private func issueToken(_ request: FakeRequest) -> FakeResponse {
+        let form = Dictionary(
+            String(decoding: request.body, as: UTF8.self).split(separator: "&").map { pair -> (String, String) in
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                return (String(parts[0]), parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? "") : "")
+            }, uniquingKeysWith: { a, _ in a })
+        guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer", let assertion = form["assertion"] else {
+            return .json(400, ["error": "unsupported_grant_type"])
+        }
+        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let claimsData = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]),
+            let claims = try? JSONDecoder().decode(Claims.self, from: claimsData),
+            let publicKey = try? _RSA.Signing.PublicKey(pemRepresentation: publicKeyPEM),
+            publicKey.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: Data("\(parts[0]).\(parts[1])".utf8),
+                padding: .insecurePKCS1v1_5),
+            claims.iss == clientEmail, claims.scope.contains("firebase.messaging"), claims.aud.hasSuffix("/token"),
+            claims.exp > claims.iat
+        else { return .json(400, ["error": "invalid_grant"]) }
+        let token = "ya29.fake-" + UUID().uuidString
+        book.withLock {
+            $0.accessTokens.insert(token)
+            $0.tokenRequests += 1
+        }
+        return .json(200, ["access_token": token, "expires_in": 3599, "token_type": "Bearer"])
+    }
+
+    private func error(_ status: Int, _ canonical: String, code: String?) -> FakeResponse {
+        var inner: [String: Any] = ["code": status, "message": canonical.lowercased(), "status": canonical]
+        if let code {
+            inner["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": code]]
+        }
+        return .json(status, ["error": inner])
+    }
+}
