@@ -36,6 +36,9 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         /// Changelog records read (states, positions and markers, valid or not).
         public var recordsRead: Int
         public var duration: Duration
+        /// The part of `duration` spent reading the changelog up to the markers (the rest is
+        /// mostly decoding the kept images): tells a slow broker from a slow decode.
+        public var readDuration: Duration
     }
 
     public var consumerConfiguration: KafkaConfiguration
@@ -109,13 +112,14 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                 collectors[partition] = collector
             }
         }
+        let readDuration = ContinuousClock.now - started
         let states = try await Self.decode(collectors)
         let duration = ContinuousClock.now - started
         var restored: [Int32: Restored] = [:]
         for (partition, collector) in collectors {
             restored[partition] = Restored(
                 states: states[partition] ?? [:], logTime: collector.logTime, cut: collector.cut,
-                recordsRead: collector.recordsRead, duration: duration)
+                recordsRead: collector.recordsRead, duration: duration, readDuration: readDuration)
         }
         return restored
     }
