@@ -145,13 +145,15 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     /// of several partitions, or of one large one, is bound by decoding once reading is cheap).
     static func decode(_ collectors: [Int32: ImageCollector]) async throws -> [Int32: [String: State]] {
         let chunkSize = 8_192
-        var chunks: [(partition: Int32, images: ArraySlice<(key: String, value: KeptImage)>)] = []
+        // Chunks are slices of the collectors' own dictionaries: no copy of a million entries.
+        var chunks: [(partition: Int32, images: Slice<[String: KeptImage]>)] = []
         for (partition, collector) in collectors {
-            let images = Array(collector.images)
-            var start = 0
-            while start < images.count {
-                chunks.append((partition, images[start..<min(start + chunkSize, images.count)]))
-                start += chunkSize
+            let images = collector.images
+            var start = images.startIndex
+            while start != images.endIndex {
+                let end = images.index(start, offsetBy: chunkSize, limitedBy: images.endIndex) ?? images.endIndex
+                chunks.append((partition, images[start..<end]))
+                start = end
             }
         }
         return try await withThrowingTaskGroup(of: (Int32, [(String, State)]).self) { group in
