@@ -23,8 +23,8 @@ public import Logging
 ///
 /// Partitions are read concurrently, each by a `KafkaPartitionReader` of its own (at most
 /// `concurrentReaders` at once), which lends each record in librdkafka's buffers instead of
-/// copying it into a `KafkaMessage`: a million-user partition is bound by the broker, not by
-/// copies.
+/// copying it into a `KafkaMessage`: reading a million-user partition costs the broker's time
+/// and a lookup per record, and decoding the kept images is most of a large restore.
 public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     /// What one partition's restore yields.
     public struct Restored: Sendable {
@@ -87,7 +87,8 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
 
         let deadline = ContinuousClock.now.advanced(by: timeout)
         var configuration = consumerConfiguration
-        // `KafkaPartitionReader.bulkProperties` fill in what `KAFKA_*` settings leave unset.
+        // The reader sets it (off) unless the configuration does; `KafkaPartitionReader.bulkProperties`
+        // fill in the other fetch settings `KAFKA_*` variables leave unset.
         configuration["enable.partition.eof"] = nil
         let readers = max(1, concurrentReaders)
         let readerConfiguration = configuration
