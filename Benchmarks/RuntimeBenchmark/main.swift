@@ -151,9 +151,9 @@ func measure() async throws {
                 users: options.restoreUsers, encoding: encoding, pool: pool, brokers: options.brokers, namespace: namespace,
                 admin: admin, logger: logger)
             print(String(
-                format: "RESULT restore_1p images=%@ users=%d changelog_records=%d bytes_per_record=%.1f secs=%.3f states_per_s=%.0f cpu_secs=%.2f every_record_reader_secs=%.3f every_record_reader_states_per_s=%.0f",
+                format: "RESULT restore_1p images=%@ users=%d changelog_records=%d bytes_per_record=%.1f secs=%.3f read_secs=%.3f states_per_s=%.0f cpu_secs=%.2f every_record_reader_secs=%.3f every_record_reader_states_per_s=%.0f",
                 encoding.rawValue, result.users, result.records, Double(result.bytes) / Double(result.records), result.seconds,
-                result.statesPerSecond, result.cpuSeconds, result.everyRecordSeconds, Double(result.users) / result.everyRecordSeconds))
+                result.readSeconds, result.statesPerSecond, result.cpuSeconds, result.everyRecordSeconds, Double(result.users) / result.everyRecordSeconds))
         }
     }
 

@@ -1,6 +1,6 @@
 extension ChangelogRecords {
     /// The `fleet-record` header value of a state record, as bytes (compared per record read).
-    static let stateKindBytes: [UInt8]? = Array(Kind.state.rawValue.utf8)
+    static let stateKindBytes: [UInt8] = Array(Kind.state.rawValue.utf8)
 }
 
 extension ChangelogRecords {
@@ -24,53 +24,56 @@ extension ChangelogRecords {
     /// struct; restoring a million users read more than a million records, and only the last
     /// image of each user is ever decoded.
     public static func peekState(_ value: [UInt8]) -> StatePeek? {
-        value.withUnsafeBufferPointer { bytes -> StatePeek? in
-            var at = 0
-            var format: UInt32?
-            var inputOffset: Int64?
-            var image: Range<Int>?
-            func varint() -> UInt64? {
-                var result: UInt64 = 0
-                var shift: UInt64 = 0
-                while at < bytes.count, shift < 64 {
-                    let byte = bytes[at]
-                    at += 1
-                    result |= UInt64(byte & 0x7F) << shift
-                    if byte & 0x80 == 0 { return result }
-                    shift += 7
+        value.withUnsafeBytes { peekState($0) }
+    }
+
+    /// `peekState` of bytes lent by a bulk reader (`KafkaRecordView.value`), read in place.
+    public static func peekState(_ bytes: UnsafeRawBufferPointer) -> StatePeek? {
+        var at = 0
+        var format: UInt32?
+        var inputOffset: Int64?
+        var image: Range<Int>?
+        func varint() -> UInt64? {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            while at < bytes.count, shift < 64 {
+                let byte = bytes[at]
+                at += 1
+                result |= UInt64(byte & 0x7F) << shift
+                if byte & 0x80 == 0 { return result }
+                shift += 7
+            }
+            return nil
+        }
+        while at < bytes.count {
+            guard let tag = varint() else { return nil }
+            let field = tag >> 3
+            switch tag & 7 {
+            case 0:
+                guard let number = varint() else { return nil }
+                if field == 1 {
+                    guard let small = UInt32(exactly: number) else { return nil }
+                    format = small
+                } else if field == 2 {
+                    inputOffset = Int64(bitPattern: number)
                 }
+            case 1:
+                guard bytes.count - at >= 8 else { return nil }
+                at += 8
+            case 2:
+                guard let length = varint(), length <= UInt64(bytes.count - at) else { return nil }
+                let end = at + Int(length)
+                if field == 3 { image = at..<end }
+                at = end
+            case 5:
+                guard bytes.count - at >= 4 else { return nil }
+                at += 4
+            default:
                 return nil
             }
-            while at < bytes.count {
-                guard let tag = varint() else { return nil }
-                let field = tag >> 3
-                switch tag & 7 {
-                case 0:
-                    guard let number = varint() else { return nil }
-                    if field == 1 {
-                        guard let small = UInt32(exactly: number) else { return nil }
-                        format = small
-                    } else if field == 2 {
-                        inputOffset = Int64(bitPattern: number)
-                    }
-                case 1:
-                    guard bytes.count - at >= 8 else { return nil }
-                    at += 8
-                case 2:
-                    guard let length = varint(), length <= UInt64(bytes.count - at) else { return nil }
-                    let end = at + Int(length)
-                    if field == 3 { image = at..<end }
-                    at = end
-                case 5:
-                    guard bytes.count - at >= 4 else { return nil }
-                    at += 4
-                default:
-                    return nil
-                }
-            }
-            // A state field left out is the empty image (proto3 omits empty bytes).
-            guard let format else { return nil }
-            return StatePeek(format: format, inputOffset: inputOffset ?? 0, image: image ?? 0..<0)
         }
+        // A state field left out is the empty image (proto3 omits empty bytes).
+        guard let format else { return nil }
+        return StatePeek(format: format, inputOffset: inputOffset ?? 0, image: image ?? 0..<0)
     }
 }

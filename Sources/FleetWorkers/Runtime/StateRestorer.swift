@@ -15,10 +15,16 @@ public import Logging
 /// committed offset; later ones were written by an attempt that never committed and are
 /// ignored, because the input they reflect will be processed again.
 ///
-/// Keys first: while reading, a state record costs its key and its input offset
-/// (`ChangelogRecords.peekState`); only each user's last committed image is decoded, once the
-/// partitions are read, in parallel chunks over every partition restored together. A
-/// superseded image is never decoded (a busy user has many per day).
+/// Keys first: while reading, a state record costs its key, its input offset
+/// (`ChangelogRecords.peekState`) and, when committed, a copy of its image bytes; only each
+/// user's last committed image is decoded, once the partitions are read, in parallel chunks over
+/// every partition restored together. A superseded image is never decoded (a busy user has many
+/// per day).
+///
+/// Partitions are read concurrently, each by a `KafkaPartitionReader` of its own (at most
+/// `concurrentReaders` at once), which lends each record in librdkafka's buffers instead of
+/// copying it into a `KafkaMessage`: reading a million-user partition costs the broker's time
+/// and a lookup per record, and decoding the kept images is most of a large restore.
 public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     /// What one partition's restore yields.
     public struct Restored: Sendable {
@@ -30,18 +36,29 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         /// Changelog records read (states, positions and markers, valid or not).
         public var recordsRead: Int
         public var duration: Duration
+        /// The part of `duration` spent reading the changelog up to the markers (the rest is
+        /// mostly decoding the kept images): tells a slow broker from a slow decode.
+        public var readDuration: Duration
     }
 
     public var consumerConfiguration: KafkaConfiguration
     /// The physical name of `<worker>.state`.
     public var stateTopic: String
     public var timeout: Duration
+    /// Most partitions read at once, each by a reader of its own (a thread and a client
+    /// prefetching up to `queued.max.messages.kbytes`): what bounds a restore's memory for
+    /// reading, besides the kept images themselves.
+    public var concurrentReaders: Int
     public var logger: Logger
 
-    public init(consumerConfiguration: KafkaConfiguration, stateTopic: String, timeout: Duration = .seconds(300), logger: Logger) {
+    public init(
+        consumerConfiguration: KafkaConfiguration, stateTopic: String, timeout: Duration = .seconds(300),
+        concurrentReaders: Int = 4, logger: Logger
+    ) {
         self.consumerConfiguration = consumerConfiguration
         self.stateTopic = stateTopic
         self.timeout = timeout
+        self.concurrentReaders = concurrentReaders
         self.logger = logger
     }
 
@@ -63,88 +80,81 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         let reports = try await markerProducer.send(markers)
         var markerOffsets: [Int32: Int64] = [:]
         for report in reports { markerOffsets[report.partition] = report.offset }
+        let unmarked = Set(partitions).subtracting(markerOffsets.keys)
+        guard unmarked.isEmpty else {
+            throw RestoreError(description: "restore of \(stateTopic): no restore marker was acknowledged for partitions \(unmarked.sorted())")
+        }
 
+        let deadline = ContinuousClock.now.advanced(by: timeout)
         var configuration = consumerConfiguration
-        configuration["enable.partition.eof"] = "false"
-        // A restore reads whole partitions as fast as the broker serves them: fetch large
-        // (librdkafka's defaults, 1 MiB a partition per fetch, made a million-user restore
-        // wait on round trips). `KAFKA_*` settings win.
-        for (property, value) in Self.restoreFetch where configuration[property] == nil {
-            configuration[property] = value
-        }
-        let consumer = try KafkaConsumer(configuration: configuration, maxBatchSize: 20_000, logger: logger)
-        try await consumer.assign(Dictionary(uniqueKeysWithValues: partitions.map {
-            (TopicPartition(stateTopic, $0), KafkaConsumer.beginning)
-        }))
-
-        var initial: [Int32: ImageCollector] = [:]
-        for partition in partitions { initial[partition] = ImageCollector(committed: committed[partition]) }
-        let markerOffsetsFound = markerOffsets
-        let builders: [Int32: ImageCollector]
-        do {
-            builders = try await withThrowingTaskGroup(of: [Int32: ImageCollector]?.self) { group in
-                group.addTask { [initial] in
-                    var builders = initial
-                    var remaining = Set(partitions)
-                    for try await batch in consumer.batches {
-                        for message in batch {
-                            guard remaining.contains(message.partition), let marker = markerOffsetsFound[message.partition] else { continue }
-                            if message.offset >= marker {
-                                remaining.remove(message.partition)
-                                continue
-                            }
-                            try builders[message.partition]?.read(message)
-                        }
-                        if remaining.isEmpty { return builders }
+        // The reader sets it (off) unless the configuration does; `KafkaPartitionReader.bulkProperties`
+        // fill in the other fetch settings `KAFKA_*` variables leave unset.
+        configuration["enable.partition.eof"] = nil
+        let readers = max(1, concurrentReaders)
+        let readerConfiguration = configuration
+        let markedAt = markerOffsets
+        let collectors = try await withThrowingTaskGroup(of: (Int32, ImageCollector).self) { group in
+            var waiting = partitions[...]
+            var reading = 0
+            var collectors: [Int32: ImageCollector] = [:]
+            while true {
+                while reading < readers, let partition = waiting.popFirst(), let marker = markedAt[partition] {
+                    let collector = ImageCollector(committed: committed[partition])
+                    group.addTask { [logger] in
+                        let read = try await Self.read(
+                            partition, of: stateTopic, until: marker, configuration: readerConfiguration, deadline: deadline,
+                            timeout: timeout, logger: logger, into: collector)
+                        return (partition, read)
                     }
-                    return nil
+                    reading += 1
                 }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
-                }
-                let first = try await group.next() ?? nil
-                group.cancelAll()
-                guard let first else {
-                    if Task.isCancelled {
-                        throw RestoreError(description: "restore of \(stateTopic) partitions \(partitions.sorted()) stopped: the worker is shutting down")
-                    }
-                    throw RestoreError(description: "restore of \(stateTopic) partitions \(partitions.sorted()) did not reach its markers within \(timeout)")
-                }
-                return first
+                guard let (partition, collector) = try await group.next() else { return collectors }
+                reading -= 1
+                collectors[partition] = collector
             }
-        } catch {
-            await consumer.close()
-            throw error
         }
-        await consumer.close()
-        let states = try await Self.decode(builders)
+        let readDuration = ContinuousClock.now - started
+        let states = try await Self.decode(collectors)
         let duration = ContinuousClock.now - started
         var restored: [Int32: Restored] = [:]
-        for (partition, builder) in builders {
+        for (partition, collector) in collectors {
             restored[partition] = Restored(
-                states: states[partition] ?? [:], logTime: builder.logTime, cut: builder.cut,
-                recordsRead: builder.recordsRead, duration: duration)
+                states: states[partition] ?? [:], logTime: collector.logTime, cut: collector.cut,
+                recordsRead: collector.recordsRead, duration: duration, readDuration: readDuration)
         }
         return restored
     }
 
-    /// Fetch sizes of the restore's reader.
-    static var restoreFetch: [String: String] {
-        ["max.partition.fetch.bytes": "16777216", "fetch.max.bytes": "67108864", "queued.max.messages.kbytes": "262144"]
+    /// Reads one changelog partition up to its marker into `collector`, on a reader of its own.
+    private static func read(
+        _ partition: Int32, of stateTopic: String, until marker: Int64, configuration: KafkaConfiguration,
+        deadline: ContinuousClock.Instant, timeout: Duration, logger: Logger, into collector: ImageCollector
+    ) async throws -> ImageCollector {
+        do {
+            return try await KafkaPartitionReader.read(
+                TopicPartition(stateTopic, partition), from: KafkaConsumer.beginning, until: marker, configuration: configuration,
+                timeout: max(Duration.zero, deadline - ContinuousClock.now), logger: logger, into: collector
+            ) { collector, record in
+                try collector.read(record, topic: stateTopic)
+            }
+        } catch is CancellationError {
+            throw RestoreError(description: "restore of \(stateTopic) partition \(partition) stopped: the worker is shutting down")
+        }
     }
 
     /// Decodes the kept images of every partition, in chunks spread over the cores (a restore
     /// of several partitions, or of one large one, is bound by decoding once reading is cheap).
     static func decode(_ collectors: [Int32: ImageCollector]) async throws -> [Int32: [String: State]] {
         let chunkSize = 8_192
-        var chunks: [(partition: Int32, images: ArraySlice<(key: String, value: KeptImage)>)] = []
+        // Chunks are slices of the collectors' own dictionaries: no copy of a million entries.
+        var chunks: [(partition: Int32, images: Slice<[String: KeptImage]>)] = []
         for (partition, collector) in collectors {
-            let images = Array(collector.images)
-            var start = 0
-            while start < images.count {
-                chunks.append((partition, images[start..<min(start + chunkSize, images.count)]))
-                start += chunkSize
+            let images = collector.images
+            var start = images.startIndex
+            while start != images.endIndex {
+                let end = images.index(start, offsetBy: chunkSize, limitedBy: images.endIndex) ?? images.endIndex
+                chunks.append((partition, images[start..<end]))
+                start = end
             }
         }
         return try await withThrowingTaskGroup(of: (Int32, [(String, State)]).self) { group in
@@ -176,18 +186,18 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         }
     }
 
-    /// A user's last committed image as read: the record's value and where the image lies in it,
-    /// or the record read by the full reader (JSON envelopes of versions before binary images).
+    /// A user's last committed image as read: a copy of the image (the only bytes of a record
+    /// the restore copies), or the record read by the full reader (JSON envelopes of versions
+    /// before binary images).
     struct KeptImage: Sendable {
-        var value: [UInt8]
-        var range: Range<Int>
+        var image: [UInt8]
         /// The record's offset in the changelog partition, for errors.
         var offset: Int64
         var read: ChangelogRecords.StateImage?
 
         func state(as _: State.Type) throws(StateImageError) -> State {
             if let read { return try ChangelogRecords.state(of: read, as: State.self) }
-            return try StateCoding.decode(Array(value[range]), as: State.self)
+            return try StateCoding.decode(image, as: State.self)
         }
     }
 
@@ -204,25 +214,49 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         var logTime: Timestamp? { rule.logTime }
         var cut: (generation: Int, committedOffset: Int64)? { rule.cut }
 
-        mutating func read(_ message: KafkaMessage) throws(ChangelogRecords.ReadError) {
+        /// Reads one record lent by the restore's reader: a state record costs its key and, when
+        /// committed, a copy of its image; anything else is copied and read in full.
+        mutating func read(_ record: KafkaRecordView, topic: String) throws {
+            try read(
+                offset: record.offset, isState: record.header(ChangelogRecords.kindHeader).map { $0.elementsEqual(ChangelogRecords.stateKindBytes) } ?? false,
+                key: record.key, value: record.value
+            ) { record.message(topic: topic) }
+        }
+
+        /// `read` of a record already copied.
+        mutating func read(_ message: KafkaMessage) throws {
+            let isState = message.header(ChangelogRecords.kindHeader).map { $0.elementsEqual(ChangelogRecords.stateKindBytes) } ?? false
+            try (message.key ?? []).withUnsafeBytes { key in
+                try (message.value ?? []).withUnsafeBytes { value in
+                    try read(
+                        offset: message.offset, isState: isState, key: message.key == nil ? nil : key,
+                        value: message.value == nil ? nil : value
+                    ) { message }
+                }
+            }
+        }
+
+        private mutating func read(
+            offset: Int64, isState: Bool, key: UnsafeRawBufferPointer?, value: UnsafeRawBufferPointer?,
+            copied: () -> KafkaMessage
+        ) throws {
             recordsRead += 1
-            let isState = message.headers.first { $0.name == ChangelogRecords.kindHeader }?.value == ChangelogRecords.stateKindBytes
             guard isState else {
-                rule.apply(try ChangelogRecords.entry(of: message, as: State.self))
+                rule.apply(try ChangelogRecords.entry(of: copied(), as: State.self))
                 return
             }
-            if let value = message.value, let key = message.key, value.first != UInt8(ascii: "{"),
+            if let value, let key, value.first != UInt8(ascii: "{"),
                let peek = ChangelogRecords.peekState(value), peek.format == ChangelogRecords.envelopeFormat {
                 guard rule.isCommitted(peek.inputOffset) else { return }
                 images[String(decoding: key, as: UTF8.self)] = KeptImage(
-                    value: value, range: peek.image, offset: message.offset, read: nil)
+                    image: Array(value[peek.image]), offset: offset, read: nil)
                 return
             }
             // A JSON envelope (before binary images), or one this fast path does not read: the
             // full reader takes it, or names what is wrong with it.
-            let image = try ChangelogRecords.stateImage(of: message)
+            let image = try ChangelogRecords.stateImage(of: copied())
             guard rule.isCommitted(image.inputOffset) else { return }
-            images[image.userId] = KeptImage(value: [], range: 0..<0, offset: message.offset, read: image)
+            images[image.userId] = KeptImage(image: [], offset: offset, read: image)
         }
     }
 
