@@ -1,3 +1,4 @@
+import DeliveryPolicy
 import FleetModel
 import FleetWorkers
 import Foundation
@@ -25,6 +26,8 @@ struct MillionRecordTests {
     static let spacing: Int64 = 10_000  // ms between records
     static let base = Timestamp.at("2026-01-01T00:00:00Z").millisecondsSinceEpoch
     static let user = "u-million"
+    /// Users with a history image on the partition besides `user`.
+    static let otherUsers = 200_000
     /// The memory ceiling: well inside the pod's 1 GiB, and the issue's target.
     static let ceilingBytes = 200 * 1024 * 1024
 
@@ -49,7 +52,7 @@ struct MillionRecordTests {
             batch.reserveCapacity(chunk + 8)
             for offset in first..<min(first + chunk, Self.records) {
                 let at = Self.base + Int64(offset) * Self.spacing
-                if offset % 20_000 == 19_500 {
+                if offset % 20_000 == 19_500 || offset == Self.records - 499 {
                     let value = #"{"v":1,"type":"intent","id":"i-\#(offset)","user_id":"\#(Self.user)","notification":"score.updated","category":"SCORE","data":{"score":70},"source":{"topic":"rin.score.batches","partition":0,"offset":\#(offset)}}"#
                     batch.append(ProducerRecord(topic: inbox, partition: 0, key: Self.user, value: Array(value.utf8), timestamp: at))
                 } else {
@@ -66,6 +69,23 @@ struct MillionRecordTests {
                 logTime: Self.time(of: offset), inputOffset: Int64(offset), topic: state, partition: 0))
         }
         _ = try await producer.send(positions)
+        // The worker's history: one image for each of `otherUsers` other users, and one
+        // for the user's last commit unit, which changed them twice (re-folded by explain from
+        // the images of only the users the unit folds, not the partition's: issue 16).
+        let history = fleet.namespace.physical(Worker.delivery.historyTopic)
+        let image = try StateCoding.encode(DeliveryState())
+        for first in stride(from: 0, to: Self.otherUsers, by: chunk) {
+            _ = try await producer.send((first..<min(first + chunk, Self.otherUsers)).map { index in
+                let offset = Int64(index * (Self.records - 2_000) / Self.otherUsers)
+                return ChangelogRecords.historyImage(
+                    userId: "p-\(index)", after: image, unitStart: offset, changed: [offset], logTime: Self.time(of: Int(offset)),
+                    inputTopic: Topics.deliveryInbox, topic: history, partition: 0)
+            })
+        }
+        let unit: [Int64] = [Int64(Self.records - 500), Int64(Self.records - 499)]
+        _ = try await producer.send([ChangelogRecords.historyImage(
+            userId: Self.user, after: image, unitStart: Int64(Self.records - 1_000), changed: unit,
+            logTime: Self.time(of: Self.records - 499), inputTopic: Topics.deliveryInbox, topic: history, partition: 0)])
         await producer.close()
         let produced = clock.now - started
         print("million: produced \(Self.records) records in \(produced)")
