@@ -95,17 +95,21 @@ public struct UnitRefold<P: UserProcessor>: Sendable {
         return wanted.contains(key)
     }
 
-    /// A history record of a wanted user (its copy of a migration as a changelog state entry).
+    /// A history record (a migration's copy goes in as a changelog state entry): kept by the
+    /// units that fold its user only, so each unit holds the images of its own users.
     public mutating func add(_ change: HistoryChange<P.State>) {
-        for index in units.indices {
+        for index in units.indices where units[index].users.contains(change.userId) {
             units[index].builder.add(change)
         }
     }
 
-    /// A changelog entry: a wanted user's state, or a position (a checkpoint for every unit).
+    /// A changelog entry: a user's state, kept by the units that fold the user; a position, a
+    /// checkpoint for every unit.
     public mutating func add(_ entry: ChangelogRecords.Entry<P.State>) {
-        if case .state(let owner, _, _) = entry, !wanted.contains(Array(owner.utf8)) { return }
-        for index in units.indices { units[index].builder.add(entry) }
+        for index in units.indices {
+            if case .state(let owner, _, _) = entry, !units[index].users.contains(owner) { continue }
+            units[index].builder.add(entry)
+        }
     }
 
     /// The log ranges to fold, merged, ascending: each unit's from its checkpoint to its last
@@ -132,8 +136,8 @@ public struct UnitRefold<P: UserProcessor>: Sendable {
                 units[index].fold = nil
             } else {
                 let state = units[index].builder.state
-                let users = units[index].users
-                current = PartitionFold(processor: processor, restoring: state.states.filter { users.contains($0.key) }, logTime: state.logTime)
+                current = PartitionFold(processor: processor, restoring: state.states, logTime: state.logTime)
+                units[index].builder = StartState<P.State>.Builder(start: start)  // its images are in the fold now
             }
             let folded = LogFolding.fold(message, into: &current, limits: limits)
             let logTime = current.logTime ?? folded.timestamp
