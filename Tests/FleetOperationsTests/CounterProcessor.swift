@@ -7,6 +7,9 @@ struct CounterProcessor: UserProcessor {
     struct State: Codable, Hashable, Sendable {
         var count = 0
         var wake: Timestamp?
+        /// The id of the last event emitted for the user: ids run across the users a step
+        /// fires, so a user's state depends on which other users fired before it.
+        var lastEvent: String?
     }
 
     func initialState(userId: String) -> State { State() }
@@ -15,20 +18,21 @@ struct CounterProcessor: UserProcessor {
         guard case .userAction(let action) = record else { throw RecordError("counter counts user.action only") }
         if action.action == "reject" { throw RecordError("rejected on purpose") }
         state.count += 1
-        emit("seen", count: state.count, context: &context)
+        state.lastEvent = emit("seen", count: state.count, context: &context)
         if action.action == "alarm" { state.wake = context.now + .seconds(90) }
     }
 
     func fireTimers(state: inout State, context: inout ProcessingContext) {
         guard let wake = state.wake, wake <= context.now else { return }
         state.wake = nil
-        emit("alarm", count: state.count, context: &context)
+        state.lastEvent = emit("alarm", count: state.count, context: &context)
     }
 
     func nextWakeUp(_ state: State) -> Timestamp? { state.wake }
 
-    private func emit(_ event: String, count: Int, context: inout ProcessingContext) {
+    private func emit(_ event: String, count: Int, context: inout ProcessingContext) -> String {
         let record = RetentionEvent(id: context.nextID(), userId: context.userId, event: event, properties: ["count": .int(Int64(count))])
         context.emit(.retentionEvent(record), to: Topics.retentionEvents)
+        return record.id
     }
 }

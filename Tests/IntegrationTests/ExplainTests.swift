@@ -317,6 +317,40 @@ struct ExplainBrokerTests {
         #expect(TimelineRendering.text(nobody).contains("no records for user u-nobody"))
     }
 
+    /// Issue 16: with one image per changed user per commit unit, the states inside a unit are
+    /// re-folded per unit (`UnitRefold`) from the images of only the users the unit folds.
+    @Test("P-BUD-1 a user changed several times in one commit unit: explain's per-input state lines are the in-memory fold's")
+    func multiChangeUnitsAreRefolded() async throws {
+        let fleet = try await FleetHarness.make(partitions: 2)
+        defer { Task { await fleet.tearDown() } }
+        // One commit unit for the whole day's records, produced at once.
+        let worker = try fleet.start(.delivery, ExplainScenario.engine, ["FLEET_COMMIT_INTERVAL_MS": "4000"])
+        defer { worker.cancel() }
+        let user = ExplainScenario.budgetUser
+        let partition = KeyPartitioner.partition(forKey: user, partitions: 2)
+        try await produce(ExplainScenario.budgetDay(), to: partition, in: fleet)
+        let inMemory = ExplainScenario.log(user: user, entries: ExplainScenario.budgetDay(), partition: partition)
+        let decisions = inMemory.outputs.filter { $0.topic == Topics.decisions }.count
+        #expect(try await fleet.records(Topics.decisions, count: decisions, timeout: .seconds(60)).count == decisions)
+
+        let reader = FleetTopicReader(
+            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60))
+        let profile = ExplainScenario.engine.profile
+        let expected = UserTimeline(log: inMemory, window: .all, profile: profile)
+        var timeline = try await Explainer.explain(user: user, window: .all, profile: profile, reader: reader)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while timeline != expected, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(500))
+            timeline = try await Explainer.explain(user: user, window: .all, profile: profile, reader: reader)
+        }
+        let read = try await UserLog.read(user: user, from: reader, profile: profile)
+        let multi = read.history.compactMap { try? HistoryChange<DeliveryState>($0) }.filter { $0.changed.count > 1 }
+        try #require(!multi.isEmpty, "the worker wrote no image of a unit that changed the user more than once")
+        #expect(Set(read.refolded.keys.map(\.offset)) == Set(multi.flatMap(\.changed)))
+        #expect(timeline == expected)
+        #expect(TimelineRendering.text(timeline) == TimelineRendering.text(expected))
+    }
+
     /// Produces the entries to the inbox partition in order: the users' records by key, ticks
     /// (no key) explicitly to the partition, as the worker's own tick writer does.
     private func produce(_ entries: [ExplainScenario.Entry], to partition: Int32, in fleet: FleetHarness) async throws {

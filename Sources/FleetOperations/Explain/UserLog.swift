@@ -45,7 +45,8 @@ public struct UserLog: Sendable {
     public var outputs: [KafkaMessage]
     /// The user's state around each input of a commit unit that changed the user more than
     /// once, re-folded from the nearest images (`UserRefold`), by log position: the history
-    /// records only each unit's last image.
+    /// records only each unit's last image. Each unit is re-folded on its own, from its start,
+    /// with the states there of only the users folded in it (`UnitRefold`).
     public var refolded: [SourceCoordinates: RefoldedStep] = [:]
 
     /// A log of one generation (`rin.delivery.inbox` and `delivery-worker.history`).
@@ -103,7 +104,7 @@ public struct UserLog: Sendable {
     ///
     /// With `profile` (the delivery worker's), the states inside commit units that changed the
     /// user more than once are re-folded (`refolded`), from the units whose last input is in the
-    /// log read.
+    /// log read: memory grows with the users of those units, not the partition's (issue 16).
     public static func read(
         user: String, from reader: FleetTopicReader, generations: Int = 1, since: Timestamp? = nil, profile: PolicyProfile? = nil
     ) async throws -> UserLog {

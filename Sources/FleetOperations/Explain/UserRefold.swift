@@ -13,17 +13,20 @@ public struct RefoldedStep: Sendable {
 }
 
 /// The user's state around each input of a commit unit in which the user changed more than
-/// once (DESIGN.md principle 6).
+/// once (DESIGN.md principle 6), read from the broker.
 ///
 /// The history holds one image per changed user per commit unit, so a state inside a unit is
-/// not recorded: it is re-folded from the nearest images. At the first input of any unit
-/// (`unit_start`) every user's state is their last image below it (`RefoldBase`), so the
-/// partition's fold is rebuilt there (`StartState.Builder` over the history and changelog
-/// partitions, streamed) and the log is folded from there, with the worker's processor
-/// (`DeliveryEngine` with the profile it runs) and the runtime's own step (`LogFolding`), to the
-/// last input needed. Memory grows with the partition's users (their states at the base), time
-/// with the log from the earliest such unit on: explain with `--since` re-folds only the units
-/// whose last input is in the log it reads.
+/// not recorded: it is re-folded from the nearest images, each unit on its own (`UnitRefold`):
+/// at the unit's start S every user's state is their last image below it (`RefoldBase`), and
+/// the user's states inside it depend only on the users folded in [S, L] (L: the unit's last
+/// change of the user) and on the log time at S. So this reads each unit's log range first,
+/// then the history (places, then the wanted users' records only, skipped by key before
+/// decoding) and the changelog (their states and every position record), then the log from
+/// each unit's checkpoint to L, folded with the worker's processor (`DeliveryEngine` with the
+/// profile it runs) and the runtime's own step (`LogFolding`). Memory grows with the users of
+/// the units' ranges (one commit unit each), not with the partition's; time with the history
+/// and changelog partitions (read twice and once) plus the short log ranges. Explain with
+/// `--since` re-folds only the units whose last input is in the log it reads.
 enum UserRefold {
     /// The re-folded steps of `user`'s multi-change units among `history` (the user's decoded
     /// history records of `generation`'s log), by log position. Empty when there is none.
@@ -31,50 +34,48 @@ enum UserRefold {
         user: String, history: [HistoryChange<DeliveryState>], generation: UserLog.LogGeneration, logStart: Int64?,
         profile: PolicyProfile, reader: FleetTopicReader
     ) async throws -> [SourceCoordinates: RefoldedStep] {
-        let units = history.filter { $0.form == .unitImage && $0.changed.count > 1 && $0.inputOffset >= (logStart ?? 0) }
-        guard let base = units.map(\.unitStart).min(), let end = units.map(\.inputOffset).max() else { return [:] }
-        let wanted = Set(units.flatMap(\.changed))
+        let images = history.filter { $0.inputOffset >= (logStart ?? 0) }
+        var refold = UnitRefold(user: user, images: images, processor: DeliveryEngine(profile: profile))
+        guard !refold.isEmpty else { return [:] }
         let topics = Worker.delivery.topics(generation: generation.generation)
         let partition = generation.partition
+        let log = TopicPartition(topics.log, partition)
 
-        var builder = StartState<DeliveryState>.Builder(start: base)
+        for range in refold.ranges {
+            try await stream(log, range, reader) { refold.noteRange($0) }
+        }
         try await reader.stream([TopicPartition(topics.history, partition): KafkaConsumer.beginning]) { message in
+            refold.notePlace(try ChangelogRecords.historyPlace(of: message))
+        }
+        try await reader.stream([TopicPartition(topics.history, partition): KafkaConsumer.beginning]) { message in
+            guard refold.wants(key: message.key) else { return }
             if message.header(StateRekeying.copiedFromHeader) != nil {
                 let copy = try ChangelogRecords.historyEntry(of: message, as: DeliveryState.self)
-                builder.add(.state(userId: copy.userId, inputOffset: ChangelogRecords.migratedInputOffset, state: copy.after))
+                refold.add(.state(userId: copy.userId, inputOffset: ChangelogRecords.migratedInputOffset, state: copy.after))
             } else {
-                builder.add(try HistoryChange<DeliveryState>(message))
+                refold.add(try HistoryChange<DeliveryState>(message))
             }
         }
+        let positionKey = Array(ChangelogRecords.positionKey.utf8)
         try await reader.stream([TopicPartition(topics.state, partition): KafkaConsumer.beginning]) { message in
-            builder.add(try ChangelogRecords.entry(of: message, as: DeliveryState.self))
+            guard message.key == positionKey || refold.wants(key: message.key) else { return }
+            refold.add(try ChangelogRecords.entry(of: message, as: DeliveryState.self))
         }
-        let start = builder.checkpointOffset.map { min($0 + 1, base) } ?? KafkaConsumer.beginning
-        var fold: PartitionFold<DeliveryEngine>?
-        var steps: [SourceCoordinates: RefoldedStep] = [:]
+        for range in refold.foldRanges {
+            try await stream(log, range, reader) { refold.fold($0) }
+        }
+        return refold.steps.mapValues { RefoldedStep(before: $0.before, after: $0.after, logTime: $0.logTime) }
+    }
+
+    /// The records of `range` of `partition`, in offset order.
+    private static func stream(
+        _ partition: TopicPartition, _ range: ClosedRange<Int64>, _ reader: FleetTopicReader, body: (KafkaMessage) throws -> Void
+    ) async throws {
         do {
-            try await reader.stream([TopicPartition(topics.log, partition): start]) { message in
-                if message.offset > end { throw StopReading() }
-                if message.offset < base {
-                    builder.add(StartState<DeliveryState>.LogPoint(
-                        offset: message.offset, timestamp: message.timestamp.map(Timestamp.init(millisecondsSinceEpoch:)),
-                        decodes: (try? KafkaRecords.decode(message)) != nil))
-                    return
-                }
-                if fold == nil {
-                    let state = builder.state
-                    fold = PartitionFold(processor: DeliveryEngine(profile: profile), restoring: state.states, logTime: state.logTime)
-                }
-                guard var current = fold.take() else { return }
-                let folded = LogFolding.fold(message, into: &current, limits: .standard)
-                let logTime = current.logTime ?? folded.timestamp
-                fold = current
-                guard wanted.contains(message.offset), let step = folded.step else { return }
-                let mine = step.changes.filter { $0.userId == user }
-                guard let first = mine.first, let last = mine.last else { return }
-                steps[KafkaRecords.coordinates(message)] = RefoldedStep(before: first.before, after: last.after, logTime: logTime)
+            try await reader.stream([partition: range.lowerBound > 0 ? range.lowerBound : KafkaConsumer.beginning]) { message in
+                if message.offset > range.upperBound { throw StopReading() }
+                try body(message)
             }
         } catch is StopReading {}
-        return steps
     }
 }
