@@ -1,7 +1,7 @@
 /// A tiny seeded pseudo-random generator (SplitMix64) for generating test traffic and benchmark
 /// workloads. Not for the fleet's logic, which never draws random numbers (DESIGN.md principle 3):
 /// tests use it so that a failing case is reproduced exactly from its seed.
-public struct SplitMix64: Sendable {
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
     public init(seed: UInt64) { state = seed }

@@ -1,5 +1,6 @@
 import DeliveryPolicy
 import FleetModel
+import FleetTestSupport
 import Foundation
 import PropertyBased
 import Testing
@@ -69,7 +70,7 @@ import Testing
             #expect(throws: StateImageError.self) { try DeliveryState(binaryImage: junk) }
         }
         await propertyCheck(count: 60, input: zip(Gen.uint64(in: 0...UInt64.max), Gen.uint64(in: 0...UInt64.max))) { seed, noise in
-            var generator = SplitMixGenerator(seed: noise)
+            var generator = SplitMix64(seed: noise)
             for state in Self.states(seed: seed).prefix(20) {
                 let image = try state.binaryImage()
                 // Every prefix decodes or throws; so does the image with bytes changed.
@@ -101,18 +102,5 @@ import Testing
         scenario.advance(to: traffic.end)
         states.formUnion(scenario.deliveryStates.values)
         return states
-    }
-}
-
-/// SplitMix64 as a `RandomNumberGenerator`, so the mutations are reproducible from the seed.
-struct SplitMixGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

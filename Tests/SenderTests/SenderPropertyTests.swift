@@ -1,4 +1,5 @@
 import FleetModel
+import FleetTestSupport
 import PropertyBased
 import SenderCore
 import Testing
@@ -19,7 +20,7 @@ import Testing
 
     /// A seeded run: the traffic and the provider's answers are a function of `seed` alone.
     static func run(seed: UInt64) -> Run {
-        var random = TrafficRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         var h = SenderHarness(policy: SenderPolicy(maximumAge: .hours(2)))
         var pending: [SendAttempt] = []
         var answered: [SendAttempt] = []
@@ -31,34 +32,34 @@ import Testing
 
         func collect(_ outputs: [OutputRecord]) { pending += SenderHarness.attempts(in: outputs) }
 
-        for _ in 0..<random.next(below: 60) + 10 {
-            switch random.next(below: 10) {
+        for _ in 0..<random.int(60) + 10 {
+            switch random.int(10) {
             case 0:
-                let id = "dev\(random.next(below: 4))"
-                collect(h.apply(SenderHarness.device(id, platforms[random.next(below: 3)], token: "t\(random.next(below: 6))")))
+                let id = "dev\(random.int(4))"
+                collect(h.apply(SenderHarness.device(id, platforms[random.int(3)], token: "t\(random.int(6))")))
             case 1:
-                collect(h.apply(random.next(below: 4) == 0 ? SenderHarness.unregister("dev\(random.next(below: 4))")
-                    : SenderHarness.settings(pushEnabled: random.next(below: 5) != 0, emailOptIn: random.next(below: 2) == 0)))
+                collect(h.apply(random.int(4) == 0 ? SenderHarness.unregister("dev\(random.int(4))")
+                    : SenderHarness.settings(pushEnabled: random.int(5) != 0, emailOptIn: random.int(2) == 0)))
             case 2, 3:
                 // Few ids, so copies are common.
-                let id = "d\(random.next(below: 8))"
+                let id = "d\(random.int(8))"
                 deliveryIds.insert(id)
                 collect(h.apply(SenderHarness.delivery(
-                    id, channel: random.next(below: 5) == 0 ? .email : .push, notification: types[random.next(below: 2)])))
+                    id, channel: random.int(5) == 0 ? .email : .push, notification: types[random.int(2)])))
             case 4, 5, 6:
                 guard !pending.isEmpty else { continue }
-                let attempt = pending.remove(at: random.next(below: pending.count))
-                let outcome = outcomes[random.next(below: outcomes.count)]
+                let attempt = pending.remove(at: random.int(pending.count))
+                let outcome = outcomes[random.int(outcomes.count)]
                 answers.append((attempt, outcome))
                 answered.append(attempt)
-                collect(h.answer(attempt, outcome, status: outcome == .retryable && random.next(below: 2) == 0 ? 429 : nil))
+                collect(h.answer(attempt, outcome, status: outcome == .retryable && random.int(2) == 0 ? 429 : nil))
             case 7:
                 // A copy of an answer already given (the effect stage re-ran after a crash).
                 guard !answers.isEmpty else { continue }
-                let (attempt, outcome) = answers[random.next(below: answers.count)]
+                let (attempt, outcome) = answers[random.int(answers.count)]
                 collect(h.answer(attempt, outcome))
             default:
-                collect(h.advance(by: .seconds(Int64(random.next(below: 900)))))
+                collect(h.advance(by: .seconds(Int64(random.int(900)))))
             }
         }
         // Drain: the provider now accepts everything, and time runs past every maximum age.
@@ -141,18 +142,4 @@ import Testing
             }
         }
     }
-}
-
-/// A small seeded generator (TrafficRandom), so a failing seed reproduces the whole run.
-struct TrafficRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }
