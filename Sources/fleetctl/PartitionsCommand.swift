@@ -30,7 +30,8 @@ struct PartitionsCommand: AsyncParsableCommand {
 
                 The worker must be running (its instances do steps 2 and 5 themselves, within \
                 FLEET_METADATA_CHECK_INTERVAL_MS). Interrupted at any point, run the same command again: \
-                each step checks whether it is done. --dry-run prints the plan and what is done. Only \
+                each step checks whether it is done. --dry-run prints the plan and what is done; \
+                --hold-before-activate stops after step 4, until the command runs again without it. Only \
                 workers that own their log can migrate: delivery-worker and reminder-worker.
                 """)
 
@@ -42,6 +43,10 @@ struct PartitionsCommand: AsyncParsableCommand {
         @Option(help: "Seconds to wait for the cuts, and for the worker to fold the new generation.") var waitTimeout: Int = 600
         @Option(help: "Replication factor of the new topics (-1: the broker's default).") var replicationFactor: Int32 = -1
         @Flag(help: "Print the plan and what is already done; change nothing.") var dryRun = false
+        @Flag(help: ArgumentHelp(
+            "Stop after the re-key, before the worker folds the new generation.",
+            discussion: "The worker stays cut over and delivers nothing until the command runs again without this flag."))
+        var holdBeforeActivate = false
 
         func validate() throws {
             guard let parsed = Worker(rawValue: worker) else {
@@ -62,14 +67,17 @@ struct PartitionsCommand: AsyncParsableCommand {
                 of: worker, configured: group ?? environment[WorkerEnvironment.groupId.name], topicPrefix: connection.namespace.prefix)
             let migration = PartitionMigration(
                 worker: worker, partitions: to, configuration: try connection.kafkaConfiguration(), namespace: connection.namespace,
-                groupId: groupId, replicationFactor: replicationFactor, waitTimeout: .seconds(waitTimeout))
+                groupId: groupId, replicationFactor: replicationFactor, waitTimeout: .seconds(waitTimeout),
+                holdBeforeActivation: holdBeforeActivate)
             // A MigrationError ("cannot go on") exits 1 with its reason (see ExitStatus).
             if dryRun {
                 print(try await migration.plan())
                 return
             }
-            try await migration.run { line in print(line) }
-            print("migration complete")
+            switch try await migration.run(report: { line in print(line) }) {
+            case .complete: print("migration complete")
+            case .heldBeforeActivation: print("migration held before activation")
+            }
         }
     }
 }

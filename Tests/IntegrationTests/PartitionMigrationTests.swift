@@ -21,6 +21,8 @@ import Testing
 struct PartitionMigrationTests {
     static let before: Int32 = 4
     static let after = 8
+    /// The first wave produced once the old log is cut: the intervention starts after wave 3.
+    static let firstPostCutWave = 3 + 1
 
     @Test("4 → 8 partitions mid-traffic: same decisions and deliveries as a run that never migrated (P-BUD-1, P-DND-1, P-IDEM-1)",
           .timeLimit(.minutes(6)))
@@ -37,11 +39,28 @@ struct PartitionMigrationTests {
             overrides: ["FLEET_METADATA_CHECK_INTERVAL_MS": "1000"],
             generationInboxes: [newLog: (Int32(Self.after), .delivery)]
         ) { fleet in
-            // The runbook's command (docs/operations.md, "Changing a partition count").
-            let result = try Self.fleetctl(
-                ["partitions", "migrate", "--worker", "delivery-worker", "--to", String(Self.after), "--wait-timeout", "240"],
-                environment: fleet.environment(for: .delivery))
-            migrationOutput.set(result)
+            // The runbook's command (docs/operations.md, "Changing a partition count"), held
+            // before activation until records written into the old log after the cut have been
+            // carried over: the carry-over is then exercised on every run, not only when the
+            // re-key happens to be slower than the upstream workers.
+            let command = ["partitions", "migrate", "--worker", "delivery-worker", "--to", String(Self.after), "--wait-timeout", "240"]
+            let environment = fleet.environment(for: .delivery)
+            let held = try Self.fleetctl(command + ["--hold-before-activate"], environment: environment)
+            guard held.0 == 0, held.1.contains("migration held before activation") else {
+                migrationOutput.set(held)
+                throw CrashRun.WaveFailure(description: "the held migration did not stop before activation: \(held.1)")
+            }
+            let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace)
+            // Before the activation, everything in the new log was carried over from the old one.
+            let deadline = ContinuousClock.now + .seconds(90)
+            while try await reader.read([newLog]).isEmpty {
+                guard ContinuousClock.now < deadline else {
+                    throw CrashRun.WaveFailure(description: "nothing of wave \(Self.firstPostCutWave) was carried into \(newLog)")
+                }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            let result = try Self.fleetctl(command, environment: environment)
+            migrationOutput.set((result.0, held.1 + result.1))
             // Producers re-read the registry every FLEET_METADATA_CHECK_INTERVAL_MS.
             try await Task.sleep(for: .seconds(3))
         } underWay: { fleet in
@@ -77,6 +96,7 @@ struct PartitionMigrationTests {
         let (status, output) = migrationOutput.value
         print("fleetctl partitions migrate (exit \(status)):\n\(output)")
         #expect(status == 0)
+        #expect(output.contains("held before activation"))
         #expect(output.contains("migration complete"))
         #expect(output.contains("runs on generation 2"))
         // Producers switched: waves 6 and later (after the migration; upstream workers' intents

@@ -37,11 +37,16 @@ public struct PartitionMigration: Sendable {
     public var replicationFactor: Int32
     /// How long to wait for the cuts, and for the worker to fold the new generation.
     public var waitTimeout: Duration
+    /// Stop after the re-key, leaving the worker cut over: an operator can check the new
+    /// generation (or wait for an agreed moment) before the worker folds it. Deliveries of the
+    /// worker wait until the command runs again without it, which activates and verifies.
+    public var holdBeforeActivation: Bool
 
     public init(
         worker: Worker, partitions: Int, configuration: KafkaConfiguration, namespace: TopicNamespace, groupId: String,
-        replicationFactor: Int32 = -1, waitTimeout: Duration = .seconds(600)
+        replicationFactor: Int32 = -1, waitTimeout: Duration = .seconds(600), holdBeforeActivation: Bool = false
     ) {
+        self.holdBeforeActivation = holdBeforeActivation
         self.worker = worker
         self.partitions = partitions
         self.configuration = configuration
@@ -122,26 +127,37 @@ public struct PartitionMigration: Sendable {
         ])
     }
 
+    /// How a run ended.
+    public enum Outcome: Sendable, Equatable {
+        /// Every step is done: the worker folds the new generation.
+        case complete
+        /// Stopped after the re-key (`holdBeforeActivation`): the worker is cut over and waits.
+        case heldBeforeActivation
+    }
+
     /// Runs every step not done yet, reporting progress through `report`.
-    public func run(report: @Sendable (String) -> Void) async throws {
+    @discardableResult
+    public func run(report: @Sendable (String) -> Void) async throws -> Outcome {
         let plan = try await plan()
         report(plan.description)
         let target = plan.target
         if plan.steps.count == 1 {
             try await verify(generation: target.generation, expectedUsers: nil, report: report)
-            return
+            return .complete
         }
         let producer = try KafkaProducer(configuration: configuration)
+        let outcome: Outcome
         do {
-            try await run(plan, producer: producer, report: report)
+            outcome = try await run(plan, producer: producer, report: report)
         } catch {
             await producer.close()
             throw error
         }
         await producer.close()
+        return outcome
     }
 
-    private func run(_ plan: Plan, producer: KafkaProducer, report: @Sendable (String) -> Void) async throws {
+    private func run(_ plan: Plan, producer: KafkaProducer, report: @Sendable (String) -> Void) async throws -> Outcome {
         let target = plan.target
         let admin = try KafkaAdmin(configuration: configuration)
         // 1. create
@@ -197,6 +213,10 @@ public struct PartitionMigration: Sendable {
         _ = try await producer.send(pending)
         copiedNow += pending.count
         report("copied \(copiedNow) history records into \(namespace.physical(new.history)) (\(copied.count) were already there)")
+        if holdBeforeActivation {
+            report("held before activation: \(worker.rawValue) stays cut over (it carries \(namespace.physical(old.log)) into \(namespace.physical(new.log)) and delivers nothing); run the command again without --hold-before-activate to activate")
+            return .heldBeforeActivation
+        }
 
         // 5. activate
         var active = target
@@ -206,6 +226,7 @@ public struct PartitionMigration: Sendable {
 
         // 6. verify
         try await verify(generation: target.generation, expectedUsers: records.users, report: report)
+        return .complete
     }
 
     // MARK: Steps
