@@ -15,7 +15,8 @@ struct DecisionsCommand: AsyncParsableCommand {
             generation of it, for the intents' notification types) and prints one row per decision: \
             when, user, notification, outcome, reason, the P- rule that decided, and the delivered \
             text. With --user only that user's partition of each topic is read and only the user's \
-            decisions are counted and printed.
+            decisions are counted and printed. Memory stays bounded whatever the topics hold: \
+            rows are sorted and joined through temporary files (TMPDIR) and printed as they come.
 
             By default it reads every record written so far (each partition to its end as of the \
             call) and stops: no need to know how many decisions there are. With --expect N it \
@@ -53,7 +54,7 @@ struct DecisionsCommand: AsyncParsableCommand {
             let partitions = user.map { [KeyPartitioner.partition(forKey: $0, partitions: count)] } ?? (0..<Int32(count)).map { $0 }
             for partition in partitions { next[TopicPartition(topic, partition)] = KafkaConsumer.beginning }
         }
-        var table = DecisionTable(user: user)
+        let table = try DecisionReport(user: user)
         while true {
             let remaining = deadline - clock.now
             guard remaining > .zero else { break }
@@ -61,69 +62,22 @@ struct DecisionsCommand: AsyncParsableCommand {
             do {
                 try await reader.stream(next) { message in
                     next[message.topicPartition] = message.offset + 1
-                    table.add(message)
+                    try table.add(message)
                 }
             } catch let error as KafkaError where error.isTimeout {
                 break
             }
             guard let expect, table.decisionCount < expect else {
-                print(table.render())
+                try table.render { print($0) }
                 return
             }
             try await Task.sleep(for: .milliseconds(500))
         }
-        print(table.render())
+        try table.render { print($0) }
         let whose = user.map { " for user \($0)" } ?? ""
         if let expect {
             throw CommandFailure(.timedOut, "only \(table.decisionCount) of \(expect) expected decisions\(whose) arrived within \(timeout) s")
         }
         throw CommandFailure(.timedOut, "reading the decisions\(whose) did not finish within \(timeout) s")
-    }
-}
-
-/// Decisions joined with the deliveries and intents they refer to; with a user, only that
-/// user's records are kept (the rest of a partition is read and dropped).
-struct DecisionTable: Sendable {
-    let user: String?
-    private var rows: [(Timestamp, Decision)] = []
-    /// Notification type and body of each delivery, by notification id.
-    private var deliveries: [String: (notification: String, body: String)] = [:]
-    /// Notification type of each intent, by intent id.
-    private var intents: [String: String] = [:]
-
-    init(user: String?) { self.user = user }
-
-    var decisionCount: Int { rows.count }
-
-    mutating func add(_ message: KafkaMessage) {
-        if let user, message.key != Array(user.utf8) { return }
-        guard let value = message.value, let record = try? RecordCodec.decode(value) else { return }
-        switch record {
-        case .decision(let decision) where message.topic == Topics.decisions:
-            guard user == nil || decision.userId == user else { return }
-            rows.append((Timestamp(millisecondsSinceEpoch: message.timestamp ?? 0), decision))
-        case .delivery(let delivery):
-            deliveries[delivery.notificationId] = (delivery.notification, delivery.body)
-        case .intent(let intent):
-            intents[intent.id] = intent.notification
-        default:
-            break
-        }
-    }
-
-    func render() -> String {
-        let header = ["time", "user", "notification", "outcome", "reason", "rule", "text"]
-        var lines: [[String]] = [header]
-        for (time, decision) in rows.sorted(by: { ($0.0, $0.1.id) < ($1.0, $1.1.id) }) {
-            let delivered = decision.notificationId.flatMap { deliveries[$0] }
-            // An engine-made notification that was not delivered is named by its kind (`digest`, …).
-            let notification = delivered?.notification
-                ?? decision.intentId.map { intents[$0] ?? $0 } ?? decision.kind?.rawValue ?? ""
-            lines.append([
-                time.rfc3339, decision.userId, notification, decision.outcome.rawValue,
-                decision.reason ?? "", decision.rule, delivered?.body ?? "",
-            ])
-        }
-        return TextTable.render(lines)
     }
 }
