@@ -40,6 +40,37 @@ import Testing
         }
     }
 
+    @Test("a replay from the states of only the users its re-fold can touch (images kept encoded) writes what one from every user's state writes")
+    func touchedUsersSuffice() async {
+        await propertyCheck(count: 300, input: Self.cases) { entries, a, b in
+            let recorded = RecordedLog(entries)
+            let from = Int64(min(a, b, entries.count)), to = Int64(min(max(a, b), entries.count))
+            let range = ReplayRange(partition: RecordedLog.partition, from: from, to: to)
+            guard let history = try? recorded.historyChanges(), let changelog = try? recorded.changelogEntries() else {
+                Issue.record("the recording does not decode")
+                return
+            }
+            var builder = StartState<CounterProcessor.State>.Builder(start: from, keepingImagesEncoded: true)
+            for change in history { builder.add(change) }
+            for entry in changelog { builder.add(entry) }
+            for point in recorded.points { builder.add(point) }
+            let everyone = StartState.before(from, history: history, changelog: changelog, log: recorded.points)
+            #expect(builder.state.states == everyone.states, "the encoded images decode to the states")
+            let log = recorded.log.filter { range.contains($0.offset) }
+            var reach = RefoldReach()
+            for message in log { reach.add(message, limits: .standard) }
+            let logTime = builder.logTime
+            do {
+                let touched = try builder.state(keeping: { user, state in reach.touches(user, state, logTime: logTime, processor: CounterProcessor()) })
+                let all = try PartitionReplay.run(CounterProcessor(), from: everyone, log: log, topics: RecordedLog.topics)
+                let some = try PartitionReplay.run(CounterProcessor(), from: touched, log: log, topics: RecordedLog.topics)
+                #expect(some.outputs == all.outputs && some.history == all.history, "range \(from)..<\(to), \(touched.states.count) of \(everyone.states.count) users")
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+    }
+
     @Test("a replay with different logic reports each changed record (replay can fail)")
     func differentLogicIsReported() throws {
         let entries = (0..<6).map { LogEntry(kind: .action(user: "u\($0 % 2)", action: $0 == 2 ? "alarm" : "count"), dt: 60, commitAfter: false) }

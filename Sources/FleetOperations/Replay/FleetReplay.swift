@@ -144,11 +144,12 @@ public struct FleetReplay: Sendable {
     ///    (`RefoldBase`: the earliest start of a commit unit spanning `--from`), and which
     ///    changes of the range the history covers;
     /// 2. the images, through `StartState.Builder` at that base (per user only the images that
-    ///    matter), with the changelog.
+    ///    matter, kept encoded), with the changelog.
     /// Then the log is read from the nearest checkpoint (the last history record or position
     /// record) before the base, not from its beginning: records before the base only move the
     /// log time, records from the base to `--from` are re-folded without being compared, and
-    /// only the range's records are kept.
+    /// only the range's records are kept. Only the states of the users the re-fold can touch
+    /// (`RefoldReach`) are decoded into the fold.
     private struct Rerun: WorkerProcessorVisitor {
         let rangeReader: RangeReader
         let partition: Int32
@@ -177,7 +178,7 @@ public struct FleetReplay: Sendable {
                 for offset in place.changed where inRange(offset) { covered.insert(UserOffset(userId: place.userId, offset: offset)) }
             }
 
-            var builder = StartState<P.State>.Builder(start: base.base)
+            var builder = StartState<P.State>.Builder(start: base.base, keepingImagesEncoded: true)
             var rangeHistory: [KafkaMessage] = []
             try await rangeReader.stream(topics.history, partition: partition) { message in
                 if message.header(StateRekeying.copiedFromHeader) != nil {
@@ -214,22 +215,36 @@ public struct FleetReplay: Sendable {
             let checkpoint = builder.checkpointOffset
             var warmUp: [KafkaMessage] = []
             var rangeLog: [KafkaMessage] = []
+            var reach = RefoldReach()
             let start = checkpoint.map { min($0 + 1, base.base) }
             let next = try await rangeReader.streamLog(partition: partition, start: start, stop: bounds.to) { message in
                 if message.offset < base.base {
                     builder.add(StartState<P.State>.LogPoint(
                         offset: message.offset, timestamp: message.timestamp.map(Timestamp.init(millisecondsSinceEpoch:)),
                         decodes: (try? KafkaRecords.decode(message, limits: limits)) != nil))
-                } else if message.offset < bounds.from {
+                    return
+                }
+                if message.offset < bounds.from {
                     warmUp.append(message)
                 } else {
                     rangeLog.append(message)
                 }
+                reach.add(message, limits: limits)
             }
             let range = try ReplayRange.checked(partition: partition, from: bounds.from, to: bounds.to ?? next ?? bounds.from, given: given)
             let read = RangeReader.Read(range: range, rangeLog: rangeLog.filter { range.contains($0.offset) })
+            // Only the users the re-fold can touch are decoded: those of its records, and those
+            // whose timer falls due by the latest time it reaches. The others' states cannot
+            // change its outputs or history.
+            let startState: StartState<P.State>
+            let logTime = builder.logTime
+            do {
+                startState = try builder.state(keeping: { user, state in reach.touches(user, state, logTime: logTime, processor: processor) })
+            } catch {
+                throw ReplayError("\(topics.history)[\(partition)]: \(error)")
+            }
             let replayed = try PartitionReplay.run(
-                processor, from: builder.state, warmUp: warmUp, log: read.rangeLog, topics: topics, limits: limits)
+                processor, from: startState, warmUp: warmUp, log: read.rangeLog, topics: topics, limits: limits)
             return RerunResult(read: read, replayed: replayed, rangeHistory: rangeHistory, covered: covered)
         }
     }

@@ -67,15 +67,24 @@ public struct StartState<State: Codable & Hashable & Sendable>: Sendable {
     /// every history change and changelog entry first; then the log's records from
     /// `checkpointOffset + 1` on (earlier ones cannot move the log time past the checkpoint's,
     /// so a replay reads the log only from the nearest checkpoint before its range).
+    ///
+    /// With `keepingImagesEncoded`, each kept image is held as its binary image (a few hundred
+    /// bytes, where a decoded state is several kilobytes) and decoded only when asked for by
+    /// `state(keeping:)`: a replay asks for the users its re-fold can touch, so its memory grows
+    /// with the range and the partition's encoded images, not its decoded states.
     public struct Builder: Sendable {
         public let start: Int64
-        private var lastBefore: [String: HistoryChange<State>] = [:]
-        private var firstFrom: [String: HistoryChange<State>] = [:]
-        private var stored: [String: (offset: Int64, state: State)] = [:]
+        private let keepsEncoded: Bool
+        private var lastBefore: [String: KeptChange] = [:]
+        private var firstFrom: [String: KeptChange] = [:]
+        private var stored: [String: (offset: Int64, state: Kept)] = [:]
         private var checkpoint: (offset: Int64, time: Timestamp)?
         private var logTimeAfterCheckpoint: Timestamp?
 
-        public init(start: Int64) { self.start = start }
+        public init(start: Int64, keepingImagesEncoded: Bool = false) {
+            self.start = start
+            self.keepsEncoded = keepingImagesEncoded
+        }
 
         private mutating func note(_ offset: Int64, _ time: Timestamp) {
             guard offset < start else { return }
@@ -85,17 +94,17 @@ public struct StartState<State: Codable & Hashable & Sendable>: Sendable {
 
         public mutating func add(_ change: HistoryChange<State>) {
             if change.inputOffset < start {
-                if (lastBefore[change.userId]?.inputOffset ?? Int64.min) <= change.inputOffset { lastBefore[change.userId] = change }
+                if (lastBefore[change.userId]?.inputOffset ?? Int64.min) <= change.inputOffset { lastBefore[change.userId] = keep(change) }
                 note(change.inputOffset, change.logTime)
             } else if (firstFrom[change.userId]?.inputOffset ?? Int64.max) > change.inputOffset {
-                firstFrom[change.userId] = change
+                firstFrom[change.userId] = keep(change)
             }
         }
 
         public mutating func add(_ entry: ChangelogRecords.Entry<State>) {
             switch entry {
             case .state(let user, let inputOffset, let state) where inputOffset < start:
-                if (stored[user]?.offset ?? Int64.min) <= inputOffset { stored[user] = (inputOffset, state) }
+                if (stored[user]?.offset ?? Int64.min) <= inputOffset { stored[user] = (inputOffset, keep(state)) }
             case .position(let inputOffset, let time):
                 note(inputOffset, time)
             default:
@@ -125,19 +134,69 @@ public struct StartState<State: Codable & Hashable & Sendable>: Sendable {
             firstFrom.filter { user, change in !change.hasBefore && lastBefore[user] == nil && stored[user] == nil }.keys.sorted()
         }
 
-        /// The fold's content before `start` from what was added.
+        /// The log time before `start`, from what was added.
+        public var logTime: Timestamp? { logTimeAfterCheckpoint ?? checkpoint?.time }
+
+        /// The fold's content before `start` from what was added: every user's state.
         public var state: StartState {
+            do {
+                return try state(keeping: { _, _ in true })
+            } catch {
+                // Only images this builder encoded itself are decoded, with the same code.
+                preconditionFailure("a state image the replay encoded does not decode: \(error)")
+            }
+        }
+
+        /// The fold's content before `start`, with only the users `keep` is true for (given
+        /// each user's state): each image is decoded once, and those not kept are dropped.
+        public func state(keeping keep: (String, State) -> Bool) throws(StateImageError) -> StartState {
             var states: [String: State] = [:]
             for user in Set(lastBefore.keys).union(firstFrom.keys).union(stored.keys) {
+                let kept: Kept?
                 if let change = lastBefore[user] {
-                    states[user] = change.after
+                    kept = change.after
                 } else if let change = firstFrom[user], change.hasBefore {
-                    if let before = change.before { states[user] = before }
-                } else if let entry = stored[user] {
-                    states[user] = entry.state
+                    kept = change.before
+                } else {
+                    kept = stored[user]?.state
                 }
+                guard let state = try kept?.state(), keep(user, state) else { continue }
+                states[user] = state
             }
-            return StartState(states: states, logTime: logTimeAfterCheckpoint ?? checkpoint?.time)
+            return StartState(states: states, logTime: logTime)
         }
+
+        private func keep(_ state: State) -> Kept {
+            guard keepsEncoded, let image = try? StateCoding.encode(state) else { return .decoded(state) }
+            return .encoded(image)
+        }
+
+        private func keep(_ change: HistoryChange<State>) -> KeptChange {
+            KeptChange(
+                inputOffset: change.inputOffset, hasBefore: change.hasBefore, after: keep(change.after),
+                before: change.hasBefore ? change.before.map { keep($0) } : nil)
+        }
+    }
+
+    /// A state as `Builder` keeps it: decoded, or as its image (decoded when asked for).
+    enum Kept: Sendable {
+        case decoded(State)
+        case encoded([UInt8])
+
+        func state() throws(StateImageError) -> State {
+            switch self {
+            case .decoded(let state): state
+            case .encoded(let image): try StateCoding.decode(image, as: State.self)
+            }
+        }
+    }
+
+    /// What `Builder` keeps of a history change.
+    struct KeptChange: Sendable {
+        var inputOffset: Int64
+        var hasBefore: Bool
+        var after: Kept
+        /// The state before the input (nil: not stored), when `hasBefore`.
+        var before: Kept?
     }
 }
