@@ -179,7 +179,9 @@ public struct StartState<State: Codable & Hashable & Sendable>: Sendable {
     }
 
     /// A state as `Builder` keeps it: decoded, or as its image (decoded when asked for).
-    enum Kept: Sendable {
+    /// Indirect, so an entry of a builder's dictionaries takes a pointer, not the inline size of
+    /// a state (a `DeliveryState` is hundreds of bytes even when empty).
+    indirect enum Kept: Sendable {
         case decoded(State)
         case encoded([UInt8])
 
