@@ -24,9 +24,10 @@ struct PartitionsCommand: AsyncParsableCommand {
                 log, records where it stopped (a cut per partition) and carries the old log over into the new \
                 one; producers keep writing into the old log
                   3. drain    wait until every old partition has its cut
-                  4. re-key   each user's committed state goes to its new partition; the history is copied
-                  5. activate the worker folds the new log; producers switch to it
-                  6. verify   new topics co-partitioned, every state re-keyed, the worker commits on the new log
+                  4. re-key   each user's committed state goes to its new partition
+                  5. activate the worker folds the new log; producers switch to it (deliveries resume)
+                  6. history  the old history is copied into the new one while the worker folds
+                  7. verify   new topics co-partitioned, every state re-keyed, the worker commits on the new log
 
                 The worker must be running (its instances do steps 2 and 5 themselves, within \
                 FLEET_METADATA_CHECK_INTERVAL_MS). Interrupted at any point, run the same command again: \

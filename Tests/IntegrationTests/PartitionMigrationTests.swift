@@ -85,6 +85,15 @@ struct PartitionMigrationTests {
                 #expect(replay.0 == 0 && replay.1.contains("identical") && replay.1.contains("rin.delivery.inbox.g2[\(partition)]"),
                         "replay of generation 2 partition \(partition): \(replay.1)")
             }
+            // The same command again, as after an interruption during the history copy: the
+            // generation is active, so it only finishes the copy (nothing is left) and verifies.
+            let again = try Self.fleetctl(
+                ["partitions", "migrate", "--worker", "delivery-worker", "--to", String(Self.after), "--wait-timeout", "120"],
+                environment: environment)
+            #expect(again.0 == 0, "migrate run again: \(again.1)")
+            #expect(again.1.contains("copied 0 history records") && !again.1.contains("(0 were already there)"), "migrate run again: \(again.1)")
+            #expect(!again.1.contains("re-keyed"), "migrate run again re-keyed: \(again.1)")
+
             let user = try #require(traffic.users.first).id
             let explained = try Self.fleetctl(["explain", "--user", user], environment: environment)
             #expect(explained.0 == 0, "\(explained.1)")

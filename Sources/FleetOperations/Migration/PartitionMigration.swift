@@ -21,11 +21,16 @@ import UpstreamProcessors
 /// 3. **drain**: wait until every old partition has its cut: from then on nothing folds the old
 ///    generation;
 /// 4. **re-key**: each user's committed state at the cuts, and the latest log time, go into the
-///    new changelog on the user's new partition; the history is copied the same way;
+///    new changelog on the user's new partition;
 /// 5. **activate**: the registry says generation g is active. The worker restores the new
 ///    partitions from the re-keyed changelog and folds the new log (where the carried records
 ///    wait); producers switch to writing into it;
-/// 6. **verify**: the new topics are co-partitioned, the new changelog holds every re-keyed user,
+/// 6. **history**: the old history is copied into the new one, each record on its user's new
+///    partition. The fold needs none of it (only replay and explain read history), so this runs
+///    after the activation: deliveries pause from the cutover to the activation only, not for the
+///    copy, which grows with the history's retention. Records already copied are skipped, so a
+///    run of the command after an interruption finishes the copy;
+/// 7. **verify**: the new topics are co-partitioned, the new changelog holds every re-keyed user,
 ///    and the worker's group commits on the new log.
 public struct PartitionMigration: Sendable {
     public var worker: Worker
@@ -101,12 +106,15 @@ public struct PartitionMigration: Sendable {
         } else {
             let currentCount = try await partitionCount(of: worker.topics(generation: current.generation).log, admin: admin)
             if currentCount == partitions {
-                target = current
-                from = current
-                let plan = Plan(worker: worker, from: current, fromPartitions: currentCount, target: current, steps: [
-                    ("verify", false, "\(worker.rawValue) already runs on \(partitions) partitions (generation \(current.generation)); check it"),
-                ])
-                return plan
+                var steps: [(name: String, done: Bool, what: String)] = []
+                if current.generation > 1 {
+                    // A run interrupted after the activation may have left the copy unfinished.
+                    let previous = worker.topics(generation: current.generation - 1)
+                    let new = worker.topics(generation: current.generation)
+                    steps.append(("history", false, "copy what is missing of \(namespace.physical(previous.history)) into \(namespace.physical(new.history)) (records already copied are skipped)"))
+                }
+                steps.append(("verify", false, "\(worker.rawValue) already runs on \(partitions) partitions (generation \(current.generation)); check it"))
+                return Plan(worker: worker, from: current, fromPartitions: currentCount, target: current, steps: steps)
             }
             target = GenerationEntry(worker: worker, generation: current.generation + 1, partitions: partitions, phase: .cutover)
             from = current
@@ -121,8 +129,9 @@ public struct PartitionMigration: Sendable {
             ("create", created, "create \(newTopics.map(namespace.physical).joined(separator: ", ")) with \(partitions) partitions"),
             ("cutover", announced, "announce generation \(target.generation) in \(namespace.physical(Topics.generations)): \(worker.rawValue) stops folding \(namespace.physical(worker.topics(generation: from.generation).log)) and carries it over; producers keep writing there"),
             ("drain", false, "wait until each of the \(fromCount) old partitions has its cut (the committed offset where the old fold stopped)"),
-            ("re-key", false, "write each user's committed state and the log time into \(namespace.physical(new.state)), copy the history into \(namespace.physical(new.history))"),
+            ("re-key", false, "write each user's committed state and the log time into \(namespace.physical(new.state))"),
             ("activate", false, "announce generation \(target.generation) active: \(worker.rawValue) folds \(namespace.physical(new.log)), producers write into it"),
+            ("history", false, "copy the history into \(namespace.physical(new.history)) while the worker folds (records already copied are skipped)"),
             ("verify", false, "check the new topics, the re-keyed changelog and that \(groupId) commits on the new log"),
         ])
     }
@@ -141,14 +150,23 @@ public struct PartitionMigration: Sendable {
         let plan = try await plan()
         report(plan.description)
         let target = plan.target
-        if plan.steps.count == 1 {
-            try await verify(generation: target.generation, expectedUsers: nil, report: report)
-            return .complete
-        }
         let producer = try KafkaProducer(configuration: configuration)
         let outcome: Outcome
         do {
-            outcome = try await run(plan, producer: producer, report: report)
+            if plan.from == plan.target {
+                // Already on the asked count: finish an interrupted history copy, then check.
+                if target.generation > 1 {
+                    let reader = FleetTopicReader(configuration: configuration, namespace: namespace)
+                    let old = worker.topics(generation: target.generation - 1)
+                    let oldCount = try await partitionCount(of: old.log, admin: try KafkaAdmin(configuration: configuration))
+                    let cuts = try await waitForCuts(old: old, generation: target.generation, count: oldCount, reader: reader, report: report)
+                    try await copyHistory(old: old, new: worker.topics(generation: target.generation), cuts: cuts, reader: reader, producer: producer, report: report)
+                }
+                try await verify(generation: target.generation, expectedUsers: nil, report: report)
+                outcome = .complete
+            } else {
+                outcome = try await run(plan, producer: producer, report: report)
+            }
         } catch {
             await producer.close()
             throw error
@@ -190,10 +208,38 @@ public struct PartitionMigration: Sendable {
         // 4. re-key
         let new = worker.topics(generation: target.generation)
         // Streamed: the old changelog through the restore rule (per user its committed state),
-        // the history copied 5 000 records at a time, so memory stays bounded by the users.
+        // so memory stays bounded by the users.
+        let rekeyStarted = ContinuousClock.now
         let records = try await rekeyedChangelog(reader: reader, old: old, cuts: cuts, topic: namespace.physical(new.state))
         _ = try await producer.send(records.records)
-        report("re-keyed \(records.users) user states into \(namespace.physical(new.state)) (log time \(records.logTime?.description ?? "none"))")
+        report("re-keyed \(records.users) user states into \(namespace.physical(new.state)) (log time \(records.logTime?.description ?? "none")) in \(Self.seconds(since: rekeyStarted))")
+        if holdBeforeActivation {
+            report("held before activation: \(worker.rawValue) stays cut over (it carries \(namespace.physical(old.log)) into \(namespace.physical(new.log)) and delivers nothing); run the command again without --hold-before-activate to activate (the history is copied after the activation)")
+            return .heldBeforeActivation
+        }
+
+        // 5. activate
+        var active = target
+        active.phase = .active
+        _ = try await producer.send(try GenerationRegistry.record(active, namespace: namespace))
+        report("announced generation \(target.generation) active")
+
+        // 6. history, while the worker folds the new generation
+        try await copyHistory(old: old, new: new, cuts: cuts, reader: reader, producer: producer, report: report)
+
+        // 7. verify
+        try await verify(generation: target.generation, expectedUsers: records.users, report: report)
+        return .complete
+    }
+
+    /// Copies the old generation's history into the new one, each record on its user's new
+    /// partition, 5 000 at a time (memory: one batch plus the origins already copied); records
+    /// at or past their partition's cut, and those copied by an earlier run, are skipped.
+    private func copyHistory(
+        old: GenerationTopics, new: GenerationTopics, cuts: [Int32: Int64], reader: FleetTopicReader, producer: KafkaProducer,
+        report: @Sendable (String) -> Void
+    ) async throws {
+        let started = ContinuousClock.now
         var copied = Set<String>()
         try await reader.stream(try await reader.beginnings(of: [new.history])) { message in
             copied.formUnion(StateRekeying.copiedOrigins(in: [message]))
@@ -212,21 +258,14 @@ public struct PartitionMigration: Sendable {
         }
         _ = try await producer.send(pending)
         copiedNow += pending.count
-        report("copied \(copiedNow) history records into \(namespace.physical(new.history)) (\(copied.count) were already there)")
-        if holdBeforeActivation {
-            report("held before activation: \(worker.rawValue) stays cut over (it carries \(namespace.physical(old.log)) into \(namespace.physical(new.log)) and delivers nothing); run the command again without --hold-before-activate to activate")
-            return .heldBeforeActivation
-        }
+        report("copied \(copiedNow) history records into \(namespace.physical(new.history)) (\(copied.count) were already there) in \(Self.seconds(since: started))")
+    }
 
-        // 5. activate
-        var active = target
-        active.phase = .active
-        _ = try await producer.send(try GenerationRegistry.record(active, namespace: namespace))
-        report("announced generation \(target.generation) active")
-
-        // 6. verify
-        try await verify(generation: target.generation, expectedUsers: records.users, report: report)
-        return .complete
+    /// Seconds since `start`, to the millisecond, for the progress lines.
+    private static func seconds(since start: ContinuousClock.Instant) -> String {
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return "\((seconds * 1000).rounded() / 1000) s"
     }
 
     // MARK: Steps
