@@ -6,7 +6,8 @@ import HeapModule
 /// then sorted and written to a run file in a temporary directory; reading merges the runs.
 /// So a tool that must print a whole topic in some order (`fleetctl decisions`) holds
 /// `runLength` rows and one buffer per run, not the topic. Rows with equal keys come out in no
-/// particular order. The directory is removed when the sorter goes.
+/// particular order. Each run file is removed once read to its end, the directory when the
+/// sorter goes.
 final class SpillSorter {
     /// At most this many runs are merged at once; more are first merged in groups.
     static let fanIn = 64
@@ -79,7 +80,6 @@ final class SpillSorter {
         let merged = try MergedRuns(group, keyFields: keyFields)
         while let row = try merged.next() { try writer.write(row) }
         try writer.close()
-        for file in group { try? FileManager.default.removeItem(at: file) }
         return run
     }
 
@@ -136,13 +136,19 @@ fileprivate final class MergedRuns {
         static func == (a: Head, b: Head) -> Bool { !(a < b) && !(b < a) }
     }
 
+    private let runs: [URL]
     private let readers: [RowFileReader]
     private var heads = Heap<Head>()
 
     init(_ runs: [URL], keyFields: Int) throws {
+        self.runs = runs
         readers = try runs.map { try RowFileReader(url: $0) }
         for (index, reader) in readers.enumerated() {
-            if let row = try reader.next() { heads.insert(Head(row: row, run: index, keyFields: keyFields)) }
+            if let row = try reader.next() {
+                heads.insert(Head(row: row, run: index, keyFields: keyFields))
+            } else {
+                try? FileManager.default.removeItem(at: runs[index])
+            }
         }
     }
 
@@ -152,6 +158,9 @@ fileprivate final class MergedRuns {
         if let following = try readers[head.run].next() {
             head.row = following
             heads.insert(head)
+        } else {
+            // Read to its end: its disk space goes now, not with the sorter.
+            try? FileManager.default.removeItem(at: runs[head.run])
         }
         return row
     }
