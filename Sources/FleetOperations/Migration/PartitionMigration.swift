@@ -210,8 +210,8 @@ public struct PartitionMigration: Sendable {
         // Streamed: the old changelog through the restore rule (per user its committed state),
         // so memory stays bounded by the users.
         let rekeyStarted = ContinuousClock.now
-        let records = try await rekeyedChangelog(reader: reader, old: old, cuts: cuts, topic: namespace.physical(new.state))
-        _ = try await producer.send(records.records)
+        let records = try await rekeyChangelog(
+            reader: reader, old: old, cuts: cuts, topic: namespace.physical(new.state), producer: producer)
         report("re-keyed \(records.users) user states into \(namespace.physical(new.state)) (log time \(records.logTime?.description ?? "none")) in \(Self.seconds(since: rekeyStarted))")
         if holdBeforeActivation {
             report("held before activation: \(worker.rawValue) stays cut over (it carries \(namespace.physical(old.log)) into \(namespace.physical(new.log)) and delivers nothing); run the command again without --hold-before-activate to activate (the history is copied after the activation)")
@@ -295,20 +295,33 @@ public struct PartitionMigration: Sendable {
     }
 
     private struct Rekeyed {
-        var records: [ProducerRecord]
         var users: Int
         var logTime: Timestamp?
     }
 
-    private func rekeyedChangelog(
-        reader: FleetTopicReader, old: GenerationTopics, cuts: [Int32: Int64], topic: String
+    /// Writes the new changelog (`StateRekeying`): the old one streamed through the restore
+    /// rule, then each user's record made and sent 5 000 at a time in user id order, so what is
+    /// held is the committed states, not also every record made from them.
+    private func rekeyChangelog(
+        reader: FleetTopicReader, old: GenerationTopics, cuts: [Int32: Int64], topic: String, producer: KafkaProducer
     ) async throws -> Rekeyed {
         func rekey<State: Codable & Hashable & Sendable>(_ type: State.Type) async throws -> Rekeyed {
             var committed = StateRekeying.CommittedStates<State>(cuts: cuts)
             try await reader.stream(try await reader.beginnings(of: [old.state])) { message in try committed.add(message) }
-            let (states, logTime) = committed.result
-            let records = try StateRekeying.changelogRecords(states: states, logTime: logTime, partitions: partitions, topic: topic)
-            return Rekeyed(records: records, users: states.count, logTime: logTime)
+            let users = committed.users
+            let logTime = committed.logTime
+            var batch: [ProducerRecord] = []
+            for user in users {
+                guard let state = committed.state(of: user) else { continue }
+                batch.append(try StateRekeying.changelogRecord(user: user, state: state, partitions: partitions, topic: topic))
+                if batch.count >= 5000 {
+                    _ = try await producer.send(batch)
+                    batch.removeAll(keepingCapacity: true)
+                }
+            }
+            batch += StateRekeying.positionRecords(logTime: logTime, partitions: partitions, topic: topic)
+            _ = try await producer.send(batch)
+            return Rekeyed(users: users.count, logTime: logTime)
         }
         switch worker {
         case .delivery: return try await rekey(DeliveryEngine.State.self)
@@ -333,12 +346,14 @@ public struct PartitionMigration: Sendable {
         report("ok: \(layout.coPartitioned.map(namespace.physical).joined(separator: ", ")) exist with \(count) partitions")
 
         if let expectedUsers {
-            let changelog = try await FleetTopicReader(configuration: configuration, namespace: namespace).read([topics.state])
-            let migrated = Set(changelog.compactMap { message -> String? in
+            // Streamed: the users' keys are kept, not the records.
+            let reader = FleetTopicReader(configuration: configuration, namespace: namespace)
+            var migrated = Set<String>()
+            try await reader.stream(try await reader.beginnings(of: [topics.state])) { message in
                 guard message.header(ChangelogRecords.kindHeader).map({ String(decoding: $0, as: UTF8.self) }) == ChangelogRecords.Kind.state.rawValue,
-                      let key = message.key else { return nil }
-                return String(decoding: key, as: UTF8.self)
-            })
+                      let key = message.key else { return }
+                migrated.insert(String(decoding: key, as: UTF8.self))
+            }
             guard migrated.count >= expectedUsers else {
                 throw MigrationError(description: "\(namespace.physical(topics.state)) holds \(migrated.count) users, \(expectedUsers) were re-keyed")
             }

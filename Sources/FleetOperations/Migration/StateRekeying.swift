@@ -62,8 +62,20 @@ public enum StateRekeying {
             // A user lives on one old partition; log time never goes backwards, so the latest wins.
             var states: [String: State] = [:]
             for partition in partitions.values { states.merge(partition.states) { _, new in new } }
-            return (states, partitions.values.compactMap(\.logTime).max())
+            return (states, logTime)
         }
+
+        /// Every user with a committed state, in id order: `result`'s users without a copy of
+        /// their states, for a migration that makes their records one at a time.
+        public var users: [String] { Set(partitions.values.flatMap(\.states.keys)).sorted() }
+
+        /// The user's committed state (`result.states[user]`).
+        public func state(of user: String) -> State? {
+            partitions.values.lazy.compactMap { $0.states[user] }.first
+        }
+
+        /// The latest log time of any partition.
+        public var logTime: Timestamp? { partitions.values.compactMap(\.logTime).max() }
     }
 
     /// Whether `message` is a cut record (the only kind `cuts(in:generation:)` reads).
@@ -78,17 +90,28 @@ public enum StateRekeying {
         var records: [ProducerRecord] = []
         for user in states.keys.sorted() {
             guard let state = states[user] else { continue }
-            records.append(ChangelogRecords.state(
-                userId: user, image: try StateCoding.encode(state), inputOffset: ChangelogRecords.migratedInputOffset,
-                topic: physical, partition: KeyPartitioner.partition(forKey: user, partitions: partitions)))
+            records.append(try changelogRecord(user: user, state: state, partitions: partitions, topic: physical))
         }
-        if let logTime {
-            for partition in 0..<Int32(partitions) {
-                records.append(ChangelogRecords.position(
-                    logTime: logTime, inputOffset: ChangelogRecords.migratedInputOffset, topic: physical, partition: partition))
-            }
+        return records + positionRecords(logTime: logTime, partitions: partitions, topic: physical)
+    }
+
+    /// One user's record of the new changelog: the state on the user's new partition.
+    public static func changelogRecord<State: Encodable>(
+        user: String, state: State, partitions: Int, topic physical: String
+    ) throws -> ProducerRecord {
+        ChangelogRecords.state(
+            userId: user, image: try StateCoding.encode(state), inputOffset: ChangelogRecords.migratedInputOffset,
+            topic: physical, partition: KeyPartitioner.partition(forKey: user, partitions: partitions))
+    }
+
+    /// The new changelog's position records: the log time on every new partition (none when
+    /// no old partition had one).
+    public static func positionRecords(logTime: Timestamp?, partitions: Int, topic physical: String) -> [ProducerRecord] {
+        guard let logTime else { return [] }
+        return (0..<Int32(partitions)).map { partition in
+            ChangelogRecords.position(
+                logTime: logTime, inputOffset: ChangelogRecords.migratedInputOffset, topic: physical, partition: partition)
         }
-        return records
     }
 
     /// The header naming where a copied history record came from (`topic:partition:offset`,
