@@ -16,13 +16,14 @@ struct DecisionsCommand: AsyncParsableCommand {
             when, user, notification, outcome, reason, the P- rule that decided, and the delivered \
             text. With --user only that user's partition of each topic is read and only the user's \
             decisions are counted and printed. Memory stays bounded whatever the topics hold: \
-            rows are sorted and joined through temporary files (TMPDIR) and printed as they come.
+            past 20 000 rows they are sorted and joined through temporary files (TMPDIR, which \
+            must then be writable) and printed as they come.
 
             By default it reads every record written so far (each partition to its end as of the \
             call) and stops: no need to know how many decisions there are. With --expect N it \
             waits, reading on as records arrive, until N decisions (the user's, with --user) have \
             been read; if --timeout passes first it prints what arrived and exits 75. Reads \
-            only: joins no consumer group and writes nothing.
+            only: joins no consumer group and writes nothing to the brokers.
             """)
 
     @OptionGroup var connection: TopicsCommand.Connection
@@ -54,7 +55,7 @@ struct DecisionsCommand: AsyncParsableCommand {
             let partitions = user.map { [KeyPartitioner.partition(forKey: $0, partitions: count)] } ?? (0..<Int32(count)).map { $0 }
             for partition in partitions { next[TopicPartition(topic, partition)] = KafkaConsumer.beginning }
         }
-        let table = try DecisionReport(user: user)
+        let table = DecisionReport(user: user)
         while true {
             let remaining = deadline - clock.now
             guard remaining > .zero else { break }

@@ -17,7 +17,7 @@ import Testing
             let user: String? = Bool.random(using: &random) ? "u\(Int.random(in: 0..<3, using: &random))" : nil
             do {
                 // 8: the largest run length here; more rows than that always spill.
-                let report = try DecisionReport(user: user, runLength: runLength == 8 ? 10_000 : runLength)
+                let report = DecisionReport(user: user, runLength: runLength == 8 ? 10_000 : runLength)
                 for message in messages { try report.add(message) }
                 var lines: [String] = []
                 try report.render { lines.append($0) }
@@ -43,7 +43,7 @@ import Testing
             Self.message(Topics.decisions, .decision(Decision(
                 id: "d3", userId: "u0", intentId: "i-gone", outcome: .suppressed, reason: "type_cap", rule: "P-CAP-1")), at: 4),
         ]
-        let report = try DecisionReport(user: nil, runLength: 1)
+        let report = DecisionReport(user: nil, runLength: 1)
         for message in messages { try report.add(message) }
         var lines: [String] = []
         try report.render { lines.append($0) }

@@ -25,12 +25,12 @@ public final class DecisionReport {
     private let runLength: Int
 
     /// - Parameter runLength: rows each sorter holds before spilling a run (memory, not output).
-    public init(user: String?, runLength: Int = 20_000) throws {
+    public init(user: String?, runLength: Int = 20_000) {
         self.user = user
         self.runLength = runLength
-        decisions = try SpillSorter(keyFields: 1, runLength: runLength)
-        deliveries = try SpillSorter(keyFields: 1, runLength: runLength)
-        intents = try SpillSorter(keyFields: 1, runLength: runLength)
+        decisions = SpillSorter(keyFields: 1, runLength: runLength)
+        deliveries = SpillSorter(keyFields: 1, runLength: runLength)
+        intents = SpillSorter(keyFields: 1, runLength: runLength)
     }
 
     /// Takes one record of the decisions, deliveries or inbox topics (logical names).
@@ -55,12 +55,12 @@ public final class DecisionReport {
     /// the report.
     public func render(_ line: (String) throws -> Void) throws {
         // Decisions by notification id, joined with deliveries: by intent id.
-        let byIntent = try SpillSorter(keyFields: 1, runLength: runLength)
+        let byIntent = SpillSorter(keyFields: 1, runLength: runLength)
         try Self.join(decisions, deliveries) { decision, delivery in
             try byIntent.append(DecisionRow.delivered(decision, delivery))
         }
         // By intent id, joined with intents: the table's rows by time and id.
-        let byTime = try SpillSorter(keyFields: 2, runLength: runLength)
+        let byTime = SpillSorter(keyFields: 2, runLength: runLength)
         var widths = TextTable.widths([DecisionRow.header])
         try Self.join(byIntent, intents) { decision, intent in
             let row = DecisionRow.shown(decision, intent)

@@ -105,7 +105,7 @@ public enum SpillError: Error, CustomStringConvertible, Sendable {
 
     public var description: String {
         switch self {
-        case .cannotCreate(let path): "cannot create the temporary file \(path) (is TMPDIR writable?)"
+        case .cannotCreate(let path): "cannot create \(path) to sort a large table on disk: set TMPDIR to a writable directory (in the delivery-worker pod, /tmp is one)"
         case .truncated: "a temporary spill file ended in the middle of a row"
         }
     }

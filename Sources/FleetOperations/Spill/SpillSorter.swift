@@ -14,20 +14,22 @@ final class SpillSorter {
 
     let keyFields: Int
     let runLength: Int
-    private let directory: URL
+    /// Made at the first spill: rows that fit in one run never touch the disk (a container with a
+    /// read-only root file system and no writable TMPDIR still prints small tables).
+    private var directory: URL?
     private var held: [[String]] = []
     private var runs: [URL] = []
     private var created = 0
 
-    init(keyFields: Int, runLength: Int) throws {
+    init(keyFields: Int, runLength: Int) {
         precondition(keyFields >= 1 && runLength >= 1)
         self.keyFields = keyFields
         self.runLength = runLength
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleetctl-spill-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
-    deinit { try? FileManager.default.removeItem(at: directory) }
+    deinit {
+        if let directory { try? FileManager.default.removeItem(at: directory) }
+    }
 
     /// Every row has at least `keyFields` fields.
     func append(_ row: [String]) throws {
@@ -66,7 +68,7 @@ final class SpillSorter {
     private func spill() throws {
         guard !held.isEmpty else { return }
         sortHeld()
-        let run = newRun()
+        let run = try newRun()
         let writer = try RowFileWriter(creating: run)
         for row in held { try writer.write(row) }
         try writer.close()
@@ -75,7 +77,7 @@ final class SpillSorter {
     }
 
     private func merge(_ group: [URL]) throws -> URL {
-        let run = newRun()
+        let run = try newRun()
         let writer = try RowFileWriter(creating: run)
         let merged = try MergedRuns(group, keyFields: keyFields)
         while let row = try merged.next() { try writer.write(row) }
@@ -83,9 +85,21 @@ final class SpillSorter {
         return run
     }
 
-    private func newRun() -> URL {
+    private func newRun() throws -> URL {
+        let directory = try self.directory ?? makeDirectory()
         created += 1
         return directory.appendingPathComponent("run-\(created)")
+    }
+
+    private func makeDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleetctl-spill-\(UUID().uuidString.prefix(8))")
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw SpillError.cannotCreate(directory.path)
+        }
+        self.directory = directory
+        return directory
     }
 
     static func precedes(_ a: [String], _ b: [String], keyFields: Int) -> Bool {
