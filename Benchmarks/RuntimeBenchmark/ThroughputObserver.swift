@@ -121,6 +121,11 @@ func processCPUSeconds() -> Double {
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
+/// Bytes the process's allocations hold (glibc's `mallinfo2`): what a restored fold keeps.
+func heapBytesInUse() -> Int {
+    Int(mallinfo2().uordblks)
+}
+
 extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
