@@ -39,7 +39,8 @@ enum SinglePartitionRestore {
         var foldSeconds: Double
         /// States decoded at restore (the rest held as images).
         var decoded: Int
-        /// Heap bytes the restored fold holds per user (states or held images, timers).
+        /// Resident bytes the process grew by over the restore, per user (states or held images,
+        /// timers; an upper bound, see `residentBytes`).
         var heapBytesPerUser: Double
         /// The same records read as the restore before issue 13 read them: every record decoded
         /// (`ChangelogRecords.entry`), into `StateRestorer.Builder`.
@@ -102,7 +103,7 @@ enum SinglePartitionRestore {
                 "bootstrap.servers": brokers, "group.id": namespace.prefix + "restore-bench",
             ]),
             stateTopic: topic, timeout: .seconds(600), logger: logger)
-        let heapBefore = heapBytesInUse()
+        let heapBefore = residentBytes()
         let started = ContinuousClock.now
         let cpuStarted = processCPUSeconds()
         let restored = try await restorer.restore([0], committed: [:], markerProducer: producer, nonce: "bench-\(variant.rawValue)")
@@ -119,7 +120,7 @@ enum SinglePartitionRestore {
         await producer.close()
         let states = fold.userCount
         let readSeconds = partition.readDuration.seconds
-        let heapBytesPerUser = Double(heapBytesInUse() - heapBefore) / Double(max(states, 1))
+        let heapBytesPerUser = Double(residentBytes() - heapBefore) / Double(max(states, 1))
         guard states == users else {
             throw BenchmarkOptions.Invalid(description: "restored \(states) of \(users) users from \(topic)")
         }

@@ -151,7 +151,7 @@ func measure() async throws {
                 users: options.restoreUsers, variant: variant, pool: pool, engine: DeliveryEngine(profile: profile),
                 brokers: options.brokers, namespace: namespace, admin: admin, logger: logger)
             print(String(
-                format: "RESULT restore_1p images=%@ users=%d decoded=%d changelog_records=%d bytes_per_record=%.1f secs=%.3f read_secs=%.3f fold_secs=%.3f states_per_s=%.0f cpu_secs=%.2f heap_bytes_per_user=%.0f every_record_reader_secs=%.3f every_record_reader_states_per_s=%.0f",
+                format: "RESULT restore_1p images=%@ users=%d decoded=%d changelog_records=%d bytes_per_record=%.1f secs=%.3f read_secs=%.3f fold_secs=%.3f states_per_s=%.0f cpu_secs=%.2f rss_growth_bytes_per_user=%.0f every_record_reader_secs=%.3f every_record_reader_states_per_s=%.0f",
                 variant.rawValue, result.users, result.decoded, result.records, Double(result.bytes) / Double(result.records),
                 result.seconds, result.readSeconds, result.foldSeconds, result.statesPerSecond, result.cpuSeconds, result.heapBytesPerUser,
                 result.everyRecordSeconds, Double(result.users) / result.everyRecordSeconds))
