@@ -6,15 +6,28 @@ import Kafka
 import Logging
 
 /// Issue #13's restore figure: one partition's changelog holding `users` users (half of them
-/// with an older, superseded image before their last one), restored by `StateRestorer` alone,
-/// once with the JSON images the build before binary images wrote (`FLEET_STATE_IMAGES=json`:
-/// today's figure, in the same run) and once with binary images.
+/// with an older, superseded image before their last one), restored by `StateRestorer` and
+/// handed to a `PartitionFold` (timers scheduled), once per `Variant`: the JSON images the build
+/// before binary images wrote (`FLEET_STATE_IMAGES=json`), binary images without a recorded
+/// wake-up (what the build before lazy restore wrote: every last image decoded at restore), and
+/// binary images with their wake-ups (today's records: held undecoded).
 ///
 /// The states are real: the delivery engine's states after folding the benchmark's inbox
 /// records, repeated over the user ids (a state's image does not depend on its user's id).
 enum SinglePartitionRestore {
+    /// How the changelog's state records are written.
+    enum Variant: String, CaseIterable {
+        case json
+        /// Binary images, no wake-up recorded (the build before lazy restore).
+        case binaryEager = "binary-eager"
+        /// Binary images with their wake-ups (this build).
+        case binary
+
+        var encoding: StateImageEncoding { self == .json ? .json : .binary }
+    }
+
     struct Result {
-        var encoding: StateImageEncoding
+        var variant: Variant
         var users: Int
         var records: Int
         var bytes: Int
@@ -22,6 +35,13 @@ enum SinglePartitionRestore {
         /// The part of `seconds` spent reading the changelog (the rest: decoding kept images).
         var readSeconds: Double
         var cpuSeconds: Double
+        /// The part of `seconds` spent building the partition's fold (its timer schedule).
+        var foldSeconds: Double
+        /// States decoded at restore (the rest held as images).
+        var decoded: Int
+        /// Resident bytes the process grew by over the restore, per user (states or held images,
+        /// timers; an upper bound, see `residentBytes`).
+        var heapBytesPerUser: Double
         /// The same records read as the restore before issue 13 read them: every record decoded
         /// (`ChangelogRecords.entry`), into `StateRestorer.Builder`.
         var everyRecordSeconds: Double
@@ -41,13 +61,15 @@ enum SinglePartitionRestore {
     }
 
     static func run(
-        users: Int, encoding: StateImageEncoding, pool: [DeliveryState], brokers: String, namespace: TopicNamespace,
+        users: Int, variant: Variant, pool: [DeliveryState], engine: DeliveryEngine, brokers: String, namespace: TopicNamespace,
         admin: KafkaAdmin, logger: Logger
     ) async throws -> Result {
-        let topic = namespace.physical("restore-bench-\(encoding.rawValue).state")
+        let encoding = variant.encoding
+        let topic = namespace.physical("restore-bench-\(variant.rawValue).state")
         try await admin.createTopics([NewTopic(name: topic, partitions: 1)])
         defer { Task { try? await admin.deleteTopics([topic]) } }
         let images = try pool.map { try StateCoding.encode($0, as: encoding) }
+        let wakeUps: [ChangelogRecords.WakeUp] = pool.map { variant == .binary ? .recorded(engine.nextWakeUp($0)) : .unrecorded }
         let producer = try KafkaProducer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": brokers, "linger.ms": "20", "batch.num.messages": "10000",
         ]))
@@ -61,7 +83,8 @@ enum SinglePartitionRestore {
                 let batch = stride(from: start, to: end, by: step).map { user in
                     ChangelogRecords.state(
                         userId: "user-\(user)", image: images[(user + salt) % images.count],
-                        inputOffset: ChangelogRecords.migratedInputOffset, topic: topic, partition: 0)
+                        inputOffset: ChangelogRecords.migratedInputOffset, wakeUp: wakeUps[(user + salt) % images.count],
+                        topic: topic, partition: 0)
                 }
                 for record in batch {
                     bytes += (record.key?.count ?? 0) + (record.value?.count ?? 0)
@@ -80,14 +103,24 @@ enum SinglePartitionRestore {
                 "bootstrap.servers": brokers, "group.id": namespace.prefix + "restore-bench",
             ]),
             stateTopic: topic, timeout: .seconds(600), logger: logger)
+        let heapBefore = residentBytes()
         let started = ContinuousClock.now
         let cpuStarted = processCPUSeconds()
-        let restored = try await restorer.restore([0], committed: [:], markerProducer: producer, nonce: "bench-\(encoding.rawValue)")
+        let restored = try await restorer.restore([0], committed: [:], markerProducer: producer, nonce: "bench-\(variant.rawValue)")
+        guard let partition = restored[0] else { throw BenchmarkOptions.Invalid(description: "partition 0 was not restored") }
+        // What the runtime does next (`FoldCore.finishRestore`): the fold, with its timer schedule.
+        let foldStarted = ContinuousClock.now
+        let fold = PartitionFold(
+            processor: engine, restoring: partition.states, holding: partition.held,
+            decode: { image throws(StateImageError) in try StateCoding.decode(image, as: DeliveryState.self) },
+            logTime: partition.logTime)
+        let foldSeconds = (ContinuousClock.now - foldStarted).seconds
         let seconds = (ContinuousClock.now - started).seconds
         let cpuSeconds = processCPUSeconds() - cpuStarted
         await producer.close()
-        let states = restored[0]?.states.count ?? 0
-        let readSeconds = restored[0]?.readDuration.seconds ?? .nan
+        let states = fold.userCount
+        let readSeconds = partition.readDuration.seconds
+        let heapBytesPerUser = Double(residentBytes() - heapBefore) / Double(max(states, 1))
         guard states == users else {
             throw BenchmarkOptions.Invalid(description: "restored \(states) of \(users) users from \(topic)")
         }
@@ -95,8 +128,8 @@ enum SinglePartitionRestore {
         // The reader before issue 13: one consumer, every record decoded in full.
         guard ProcessInfo.processInfo.environment["EVERY_RECORD"] != "0" else {
             return Result(
-                encoding: encoding, users: users, records: records, bytes: bytes, seconds: seconds, readSeconds: readSeconds,
-                cpuSeconds: cpuSeconds, everyRecordSeconds: .nan)
+                variant: variant, users: users, records: records, bytes: bytes, seconds: seconds, readSeconds: readSeconds,
+                cpuSeconds: cpuSeconds, foldSeconds: foldSeconds, decoded: partition.states.count, heapBytesPerUser: heapBytesPerUser, everyRecordSeconds: .nan)
         }
         let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": brokers, "group.id": namespace.prefix + "restore-bench-old", "enable.partition.eof": "false",
@@ -118,7 +151,7 @@ enum SinglePartitionRestore {
             throw BenchmarkOptions.Invalid(description: "the every-record reader found \(builder.states.count) of \(users) users")
         }
         return Result(
-            encoding: encoding, users: users, records: records, bytes: bytes, seconds: seconds, readSeconds: readSeconds,
-            cpuSeconds: cpuSeconds, everyRecordSeconds: everyRecordSeconds)
+            variant: variant, users: users, records: records, bytes: bytes, seconds: seconds, readSeconds: readSeconds,
+            cpuSeconds: cpuSeconds, foldSeconds: foldSeconds, decoded: partition.states.count, heapBytesPerUser: heapBytesPerUser, everyRecordSeconds: everyRecordSeconds)
     }
 }

@@ -121,6 +121,15 @@ func processCPUSeconds() -> Double {
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
+/// The process's resident bytes (`/proc/self/statm`; 0 where there is none): the growth over
+/// a restore is what the restored fold keeps, an upper bound (the allocator keeps freed pages).
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
 extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -25,6 +25,17 @@
 ///   record's outputs are discarded and the step reports the error for the dead-letter topic;
 ///   the partition goes on with the next record (principle 7).
 ///
+/// - **A held image decodes on first touch.** A partition restored lazily holds most users as
+///   their changelog images (`HeldStateImage`) with the wake-ups recorded beside them; the first
+///   record or timer of such a user decodes its image, after which the user is like any other.
+///   Decoding is a pure function of the bytes, so a lazily restored partition folds exactly as
+///   an eagerly restored one. An image that does not decode (damaged bytes; restore decodes an
+///   image of a newer format at once instead of holding it) stops only its user, never the
+///   partition: a record for the user is
+///   rejected with the decode error (dead-lettered, re-drivable once a build reads the image),
+///   a timer of the user is dropped and reported in `FoldStep.undecodable`, and the image stays
+///   held, unchanged, as the changelog still has it.
+///
 /// Cost: a timer is one heap pop plus one push, O(log n) in the number of scheduled users (see
 /// `TimerSchedule`); a record is a state lookup plus whatever the processor does. The fold's
 /// code is `@inlinable` so that each worker's build specializes it for its processor: an
@@ -35,9 +46,19 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     @usableFromInline var storedStates: [String: P.State]
     @usableFromInline var storedLogTime: Timestamp?
     @usableFromInline var timers: TimerSchedule
+    /// Restored users not decoded yet; empty unless restored lazily.
+    @usableFromInline var heldImages: [String: HeldStateImage]
+    @usableFromInline let decodeImage: StateImageDecoder<P.State>?
 
-    /// Every user's state. The runtime writes changed ones to `<worker>.state`.
+    /// Every decoded user's state (all users, unless restored lazily: see `held`). The runtime
+    /// writes changed ones to `<worker>.state`.
     @inlinable public var states: [String: P.State] { storedStates }
+
+    /// Restored users still held as images, not decoded because nothing touched them yet.
+    @inlinable public var held: [String: HeldStateImage] { heldImages }
+
+    /// Users with a state, decoded or held.
+    @inlinable public var userCount: Int { storedStates.count + heldImages.count }
 
     /// The largest record timestamp (or advanced-to time) folded so far; `nil` before the first.
     @inlinable public var logTime: Timestamp? { storedLogTime }
@@ -49,6 +70,8 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         self.storedStates = [:]
         self.storedLogTime = nil
         self.timers = TimerSchedule()
+        self.heldImages = [:]
+        self.decodeImage = nil
     }
 
     /// A partition restored from its changelog (principle 5): the states as of some input offset
@@ -56,12 +79,30 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     /// they fire in (time, user id) order whatever order the states come in.
     @inlinable
     public init(processor: P, restoring states: [String: P.State], logTime: Timestamp?) {
+        self.init(processor: processor, restoring: states, holding: [:], decode: nil, logTime: logTime)
+    }
+
+    /// A partition restored lazily: `states` decoded (images without a recorded wake-up), `held`
+    /// still as images, decoded by `decode` when a record or timer first touches their user.
+    /// Held users' timers come from their recorded wake-ups, which must be what `nextWakeUp`
+    /// says of the decoded state (it depends on the state alone).
+    @inlinable
+    public init(
+        processor: P, restoring states: [String: P.State], holding held: [String: HeldStateImage],
+        decode: StateImageDecoder<P.State>?, logTime: Timestamp?
+    ) {
         self.processor = processor
         self.storedStates = states
         self.storedLogTime = logTime
+        self.heldImages = held
+        self.decodeImage = decode
         var wakeUps: [String: Timestamp] = [:]
+        wakeUps.reserveCapacity(states.count + held.count)
         for (user, state) in states {
             if let due = processor.nextWakeUp(state) { wakeUps[user] = due }
+        }
+        for (user, image) in held {
+            if let due = image.wakeUp { wakeUps[user] = due }
         }
         self.timers = TimerSchedule(wakeUps)
     }
@@ -101,7 +142,16 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             step.deadLetter = RecordError("record of type '\(record.type)' has no user_id")
             return step
         }
-        let before = storedStates[user]
+        var before = storedStates[user]
+        if before == nil, !heldImages.isEmpty {
+            do {
+                before = try decodeHeld(user)
+            } catch {
+                step.deadLetter = RecordError(
+                    "the state of user \(RecordError.quote(user)) restored from the changelog does not decode, so its records cannot be processed: \(error)")
+                return step
+            }
+        }
         let start = before ?? processor.initialState(userId: user)
         var state = start
         var context = ProcessingContext(now: now, userId: user, ids: step.ids)
@@ -168,6 +218,8 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         storedLogTime = logTimeBefore
         var again = advance(to: timestamp, origin: coordinates, originIndex: originIndex, firstIndex: firstIndex)
         again.deadLetter = error
+        // Timers dropped by `step` stay dropped (they produced nothing); still report them.
+        again.undecodable = step.undecodable + again.undecodable
         return again
     }
 
@@ -182,7 +234,16 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         while let (user, due) = timers.popDue(by: limit) {
             let now = max(due, storedLogTime ?? due)
             storedLogTime = now
-            let before = storedStates[user]
+            var before = storedStates[user]
+            if before == nil, !heldImages.isEmpty {
+                do {
+                    before = try decodeHeld(user)
+                } catch {
+                    step.undecodable.append(UndecodableState(userId: user, error: error))
+                    timers.rescheduleFired(user, to: nil, firedAt: now)
+                    continue
+                }
+            }
             let start = before ?? processor.initialState(userId: user)
             var state = start
             var context = ProcessingContext(now: now, userId: user, ids: step.ids)
@@ -192,6 +253,18 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             store(state, for: user, start: start, before: before, into: &step)
             timers.rescheduleFired(user, to: processor.nextWakeUp(state), firedAt: now)
         }
+    }
+
+    /// Decodes `user`'s held image, if it has one, and keeps the state decoded from then on. A
+    /// failure leaves the image held.
+    @inlinable
+    mutating func decodeHeld(_ user: String) throws(StateImageError) -> P.State? {
+        guard let held = heldImages[user] else { return nil }
+        guard let decodeImage else { throw StateImageError("no decoder for a held state image") }
+        let state = try decodeImage(held.image)
+        heldImages[user] = nil
+        storedStates[user] = state
+        return state
     }
 
     /// Keeps `state` if it differs from `start` (the stored state, or the initial one of a user
@@ -224,6 +297,9 @@ public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
     /// and the record's user: what a bound check may refuse the record for.
     public var recordOutputs: Range<Int> = 0..<0
     public var recordUser: String?
+    /// Users whose timer came due while their state was still a held image that does not
+    /// decode: their timers were dropped (see `PartitionFold`); the runtime reports them.
+    public var undecodable: [UndecodableState] = []
 
     @usableFromInline var changeList: [StateChange<State>] = []
     /// Positions in `changeList` by user, built only once a step changes many users (a tick

@@ -148,4 +148,17 @@ public protocol UserProcessor: Sendable {
 
     /// The earliest time a timer of this user is due, if any.
     func nextWakeUp(_ state: State) -> Timestamp?
+
+    /// Whether `nextWakeUp` is a function of the state alone, never of the processor's
+    /// configuration. Then the runtime records it beside each changelog image, and a restore
+    /// schedules the user's timer from the recorded value without decoding the image until the
+    /// user is touched (lazy restore: `PartitionFold`, `HeldStateImage`). A processor whose
+    /// wake-ups depend on settings a deploy may change leaves it false (the default), so a
+    /// restore always asks the running build. A change to `nextWakeUp`'s own logic reaches a
+    /// held user when a record or timer first touches it.
+    static var nextWakeUpDependsOnStateAlone: Bool { get }
+}
+
+extension UserProcessor {
+    public static var nextWakeUpDependsOnStateAlone: Bool { false }
 }

@@ -42,6 +42,22 @@ public enum StateImageFormat {
         }
     }
 
+    /// The format version a binary image starts with (field 1, `0x08` and a varint, as
+    /// `BinaryStateImage` requires), read without decoding the image; nil when it does not
+    /// start so. Restore decodes an image of a format newer than its build reads at once, so
+    /// such a changelog stops the restore instead of being held (see `PartitionFold`).
+    public static func leadingFormat(of image: [UInt8]) -> UInt32? {
+        guard image.first == 0x08 else { return nil }
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        for byte in image.dropFirst().prefix(5) {
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return UInt32(exactly: result) }
+            shift += 7
+        }
+        return nil
+    }
+
     /// A minute of the day (0–1439) from an image, refused outside that range.
     public static func timeOfDay(_ minute: UInt32, _ field: String) throws(StateImageError) -> LocalTimeOfDay {
         guard minute < 1440 else { throw StateImageError("\(field): minute of day \(minute) is not 0–1439") }

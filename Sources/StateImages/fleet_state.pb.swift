@@ -57,9 +57,27 @@ public nonisolated struct Fleet_State_ChangelogState: Sendable {
 
   public var state: Data = Data()
 
+  /// The state's next wake-up (ms since the epoch; `UserProcessor.nextWakeUp`), absent when it
+  /// has none. Meaningful only with `wake_up_recorded`.
+  public var nextWakeUp: Int64 {
+    get {_nextWakeUp ?? 0}
+    set {_nextWakeUp = newValue}
+  }
+  /// Returns true if `nextWakeUp` has been explicitly set.
+  public var hasNextWakeUp: Bool {self._nextWakeUp != nil}
+  /// Clears the value of `nextWakeUp`. Subsequent reads from it will return its default value.
+  public mutating func clearNextWakeUp() {self._nextWakeUp = nil}
+
+  /// Set by builds that record the wake-up: restore then schedules the user's timer from
+  /// `next_wake_up` and keeps `state` undecoded until a record or timer touches the user. Unset
+  /// (records written before): restore decodes `state` to learn the wake-up.
+  public var wakeUpRecorded: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _nextWakeUp: Int64? = nil
 }
 
 public nonisolated struct Fleet_State_HistoryChange: Sendable {
@@ -1092,7 +1110,7 @@ fileprivate nonisolated let _protobuf_package = "fleet.state"
 
 nonisolated extension Fleet_State_ChangelogState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ChangelogState"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}format\0\u{3}input_offset\0\u{1}state\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}format\0\u{3}input_offset\0\u{1}state\0\u{3}next_wake_up\0\u{3}wake_up_recorded\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1103,12 +1121,18 @@ nonisolated extension Fleet_State_ChangelogState: SwiftProtobuf.Message, SwiftPr
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.format) }()
       case 2: try { try decoder.decodeSingularInt64Field(value: &self.inputOffset) }()
       case 3: try { try decoder.decodeSingularBytesField(value: &self.state) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self._nextWakeUp) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.wakeUpRecorded) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.format != 0 {
       try visitor.visitSingularUInt32Field(value: self.format, fieldNumber: 1)
     }
@@ -1118,6 +1142,12 @@ nonisolated extension Fleet_State_ChangelogState: SwiftProtobuf.Message, SwiftPr
     if !self.state.isEmpty {
       try visitor.visitSingularBytesField(value: self.state, fieldNumber: 3)
     }
+    try { if let v = self._nextWakeUp {
+      try visitor.visitSingularInt64Field(value: v, fieldNumber: 4)
+    } }()
+    if self.wakeUpRecorded != false {
+      try visitor.visitSingularBoolField(value: self.wakeUpRecorded, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1125,6 +1155,8 @@ nonisolated extension Fleet_State_ChangelogState: SwiftProtobuf.Message, SwiftPr
     if lhs.format != rhs.format {return false}
     if lhs.inputOffset != rhs.inputOffset {return false}
     if lhs.state != rhs.state {return false}
+    if lhs._nextWakeUp != rhs._nextWakeUp {return false}
+    if lhs.wakeUpRecorded != rhs.wakeUpRecorded {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

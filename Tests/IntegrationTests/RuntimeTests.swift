@@ -116,6 +116,103 @@ struct RuntimeTests {
         }
     }
 
+    /// Three users' days of intents, interleaved in time: each user has a coalescing timer
+    /// pending most of the time, so a restore has wake-ups to schedule.
+    static func threeUsersLog(prefix: String) -> [(FleetRecord, Timestamp)] {
+        (0..<3).flatMap { user in
+            dayOfIntents(user: "\(prefix)-\(user)").map { ($0.0, $0.1 + TimeSpan(milliseconds: Int64(user) * 60_000)) }
+        }.sorted { $0.1 < $1.1 }
+    }
+
+    /// Re-writes the last state record of each of `users` as a build before lazy restore wrote
+    /// it: the same image and input offset, no wake-up. Appended, it is each user's last record.
+    static func rewriteWithoutWakeUps(_ users: Set<String>, in fleet: FleetHarness) async throws -> Int {
+        let states = try await fleet.read(Worker.delivery.stateTopic, count: 1_000, timeout: .seconds(3))
+            .filter { $0.header(ChangelogRecords.kindHeader) == Array("state".utf8) }
+        var last: [String: KafkaMessage] = [:]
+        for message in states {
+            let user = String(decoding: message.key ?? [], as: UTF8.self)
+            if users.contains(user) { last[user] = message }
+        }
+        var rewritten: [ProducerRecord] = []
+        for (user, message) in last.sorted(by: { $0.key < $1.key }) {
+            let value = try #require(message.value)
+            let peek = try #require(ChangelogRecords.peekState(value))
+            guard case .recorded = peek.wakeUp else {
+                Issue.record("the fold wrote \(user)'s state without its wake-up")
+                continue
+            }
+            rewritten.append(ChangelogRecords.state(
+                userId: user, image: Array(value[peek.image]), inputOffset: peek.inputOffset, wakeUp: .unrecorded,
+                topic: fleet.namespace.physical(Worker.delivery.stateTopic), partition: message.partition))
+        }
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        _ = try await producer.send(rewritten)
+        await producer.close()
+        return rewritten.count
+    }
+
+    @Test("rolling upgrade to lazy restore: a changelog mixing last images without a recorded wake-up (decoded at restore) and with one (held until touched) restores, and every output byte is the fold's (principle 5)")
+    func rollingUpgradeToLazyRestore() async throws {
+        let fleet = try await FleetHarness.make(partitions: 1)
+        defer { Task { await fleet.tearDown() } }
+        let log = Self.threeUsersLog(prefix: "u-lazy")
+        let outputs = Self.expectedOutputs(log)
+        let half = log.count / 2
+
+        let first = try fleet.start(.delivery, Self.engine)
+        try await fleet.produce(Array(log.prefix(half)), to: Topics.deliveryInbox)
+        let beforeStop = Self.decisions(Self.expectedOutputs(Array(log.prefix(half)))).count
+        #expect(try await fleet.records(Topics.decisions, count: beforeStop).count == beforeStop)
+        first.cancel()
+        _ = await first.result
+        // One user's last image as the build before wrote it; the others' as this build did.
+        #expect(try await Self.rewriteWithoutWakeUps(["u-lazy-1"], in: fleet) == 1)
+
+        let second = try fleet.start(.delivery, Self.engine, ["FLEET_INSTANCE_ID": "second"])
+        defer { second.cancel() }
+        try await fleet.produce(Array(log.dropFirst(half)), to: Topics.deliveryInbox)
+        for topic in [Topics.decisions, Topics.deliveries] {
+            let expected = outputs.filter { $0.topic == topic }.map { RecordCodec.encode($0.record) }
+            let written = try await fleet.read(topic, count: expected.count).map { $0.value ?? [] }
+            #expect(written == expected, "\(topic)")
+        }
+    }
+
+    @Test("a held image that does not decode stops only its user: its record is dead-lettered naming the decode error, the partition goes on for everyone else (principle 7)")
+    func undecodableHeldImageIsDeadLettered() async throws {
+        let fleet = try await FleetHarness.make(partitions: 1)
+        defer { Task { await fleet.tearDown() } }
+        let good = Self.dayOfIntents(user: "u-good")
+        // A damaged image (format 1, then a cut-off field) with its wake-up recorded: restore
+        // holds it, only the state's decoder refuses it, when the user's record arrives.
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        _ = try await producer.send(ChangelogRecords.state(
+            userId: "u-broken", image: [0x08, 0x01, 0xFF], inputOffset: ChangelogRecords.migratedInputOffset, wakeUp: .recorded(nil),
+            topic: fleet.namespace.physical(Worker.delivery.stateTopic), partition: 0))
+        await producer.close()
+
+        let worker = try fleet.start(.delivery, Self.engine)
+        defer { worker.cancel() }
+        let broken = Self.dayOfIntents(user: "u-broken")[0]
+        try await fleet.produce([broken] + good, to: Topics.deliveryInbox)
+        // The good user's records sit at offsets 1…, after the dead-lettered one.
+        var fold = PartitionFold(processor: Self.engine)
+        var outputs: [OutputRecord] = []
+        for (index, (record, time)) in good.enumerated() {
+            let coordinates = SourceCoordinates(topic: Topics.deliveryInbox, partition: 0, offset: Int64(index + 1))
+            outputs += fold.apply(record, timestamp: time, coordinates: coordinates).outputs
+        }
+        let expected = Self.decisions(outputs)
+        let decisions = try await fleet.records(Topics.decisions, count: expected.count)
+        #expect(decisions == expected)
+        let dead = try await fleet.read(Topics.deadLetter(of: Topics.deliveryInbox), count: 1)
+        let message = try #require(dead.first)
+        #expect(String(decoding: message.key ?? [], as: UTF8.self) == "u-broken")
+        let error = message.header(KafkaRecords.Header.error).map { String(decoding: $0, as: UTF8.self) }
+        #expect(error?.contains("does not decode") == true, "\(error ?? "no error header")")
+    }
+
     @Test("exactly-once: outputs, state and offsets commit in transactions; the output equals the fold (principle 4)")
     func exactlyOnceMatchesFold() async throws {
         let fleet = try await FleetHarness.make(partitions: 1)

@@ -49,6 +49,10 @@ public struct DeliveryEngine: UserProcessor {
         withStep(&state, &context) { $0.fireDueTimers() }
     }
 
+    /// The due times of its pending candidates and its cached lapse trigger: state only (the
+    /// profile shaped them when they were computed), so restores hold idle users undecoded.
+    public static let nextWakeUpDependsOnStateAlone = true
+
     public func nextWakeUp(_ state: DeliveryState) -> Timestamp? {
         EngineStep.nextWakeUp(state, profile: profile)
     }

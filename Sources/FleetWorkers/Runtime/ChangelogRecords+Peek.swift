@@ -1,3 +1,5 @@
+import FleetModel
+
 extension ChangelogRecords {
     /// The `fleet-record` header value of a state record, as bytes (compared per record read).
     static let stateKindBytes: [UInt8] = Array(Kind.state.rawValue.utf8)
@@ -12,10 +14,12 @@ extension ChangelogRecords {
         public var inputOffset: Int64
         /// The state image's bytes within the record's value.
         public var image: Range<Int>
+        /// The state's next wake-up, when the writer recorded it (fields 4 and 5).
+        public var wakeUp: WakeUp
     }
 
     /// Reads the protobuf wire format of a `fleet.state.ChangelogState` value: fields 1
-    /// (format), 2 (input offset) and 3 (state), in any order, unknown fields skipped as the
+    /// (format), 2 (input offset), 3 (state), 4 (next wake-up) and 5 (wake-up recorded), in any order, unknown fields skipped as the
     /// wire format says. Nil when the bytes are not such a message (truncated, a bad wire type,
     /// a length past the end, a missing field): the caller then decodes the record in full,
     /// which names the problem. Every read is bounds-checked, so no input can trap.
@@ -33,6 +37,8 @@ extension ChangelogRecords {
         var format: UInt32?
         var inputOffset: Int64?
         var image: Range<Int>?
+        var nextWakeUp: Int64?
+        var wakeUpRecorded = false
         func varint() -> UInt64? {
             var result: UInt64 = 0
             var shift: UInt64 = 0
@@ -56,6 +62,10 @@ extension ChangelogRecords {
                     format = small
                 } else if field == 2 {
                     inputOffset = Int64(bitPattern: number)
+                } else if field == 4 {
+                    nextWakeUp = Int64(bitPattern: number)
+                } else if field == 5 {
+                    wakeUpRecorded = number != 0
                 }
             case 1:
                 guard bytes.count - at >= 8 else { return nil }
@@ -74,6 +84,7 @@ extension ChangelogRecords {
         }
         // A state field left out is the empty image (proto3 omits empty bytes).
         guard let format else { return nil }
-        return StatePeek(format: format, inputOffset: inputOffset ?? 0, image: image ?? 0..<0)
+        let wakeUp: WakeUp = wakeUpRecorded ? .recorded(nextWakeUp.map(Timestamp.init(millisecondsSinceEpoch:))) : .unrecorded
+        return StatePeek(format: format, inputOffset: inputOffset ?? 0, image: image ?? 0..<0, wakeUp: wakeUp)
     }
 }

@@ -55,11 +55,23 @@ public enum ChangelogRecords {
     /// The format version of the state and change envelopes this build writes.
     public static let envelopeFormat: UInt32 = 1
 
-    /// A user's state image (`StateCoding.encode`) as of the input record at `inputOffset`.
+    /// What a state record says about its state's next wake-up.
+    public enum WakeUp: Hashable, Sendable {
+        /// Not said (records of builds before lazy restore, a migration's re-keyed states):
+        /// restore decodes the image to learn it.
+        case unrecorded
+        /// `UserProcessor.nextWakeUp` of the state the image holds (nil: none): restore schedules
+        /// the timer from it and leaves the image undecoded until the user is touched.
+        case recorded(Timestamp?)
+    }
+
+    /// A user's state image (`StateCoding.encode`) as of the input record at `inputOffset`,
+    /// with the state's next wake-up when the writer knows it (the fold does).
     /// A JSON image (a state without a binary image, or `FLEET_STATE_IMAGES=json`) goes in the
-    /// JSON envelope of the builds before binary images, so they can read it.
+    /// JSON envelope of the builds before binary images, so they can read it; it records no
+    /// wake-up.
     public static func state(
-        userId: String, image: [UInt8], inputOffset: Int64, topic: String, partition: Int32
+        userId: String, image: [UInt8], inputOffset: Int64, wakeUp: WakeUp = .unrecorded, topic: String, partition: Int32
     ) -> ProducerRecord {
         if image.first == UInt8(ascii: "{") {
             return legacyJSONState(userId: userId, stateJSON: image, inputOffset: inputOffset, topic: topic, partition: partition)
@@ -68,6 +80,12 @@ public enum ChangelogRecords {
         envelope.format = envelopeFormat
         envelope.inputOffset = inputOffset
         envelope.state = Data(image)
+        if case .recorded(let due) = wakeUp {
+            // Fields older readers skip as unknown: the envelope's format stays 1, so a build
+            // before lazy restore still restores these records during a rolling upgrade.
+            envelope.wakeUpRecorded = true
+            if let due { envelope.nextWakeUp = due.millisecondsSinceEpoch }
+        }
         return ProducerRecord(
             topic: topic, partition: partition, key: Array(userId.utf8), value: serialized(envelope),
             headers: [KafkaHeader(kindHeader, Kind.state.rawValue)])

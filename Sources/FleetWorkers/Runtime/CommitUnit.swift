@@ -16,9 +16,10 @@ struct CommitUnit<State: Sendable>: Sendable {
     /// one record, the runtime knows which input to blame (`FoldCore`'s quarantine).
     private(set) var causes: [InputPosition?] = []
     /// Per folded partition, the latest state of each user changed in this unit and the input
-    /// offset it reflects. One changelog record per user per unit: the changelog is compacted,
-    /// so only the last one would survive anyway.
-    var states: [Int32: [String: (state: State, inputOffset: Int64)]] = [:]
+    /// offset it reflects, and the state's next wake-up (recorded beside the image, for lazy
+    /// restore). One changelog record per user per unit: the changelog is compacted, so only
+    /// the last one would survive anyway.
+    var states: [Int32: [String: (state: State, inputOffset: Int64, wakeUp: Timestamp?)]] = [:]
     /// Per folded partition, the first input offset folded in this unit: the `unit_start` of its
     /// history images.
     var unitStarts: [Int32: Int64] = [:]

@@ -263,16 +263,19 @@ actor FoldCore<P: UserProcessor> {
                 staleLayout = message
                 continue
             }
-            let fold = PartitionFold(processor: processor, restoring: result.states, logTime: result.logTime)
+            let fold = PartitionFold(
+                processor: processor, restoring: result.states, holding: result.held,
+                decode: { image throws(StateImageError) in try StateCoding.decode(image, as: P.State.self) }, logTime: result.logTime)
             folded[partition] = FoldPartition(
                 phase: .active, fold: fold, nextOffset: committed[partition], lastActivity: .now)
             seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
             if let offset = committed[partition] { committedOffsets[TopicPartition(layout.foldedTopic, partition)] = offset }
-            observer?.restoredStates(count: result.states.count)
+            observer?.restoredStates(count: result.userCount)
             let seconds = RuntimeClock.seconds(result.duration)
-            if seconds > 0 { observer?.restoreRate(statesPerSecond: Double(result.states.count) / seconds) }
+            if seconds > 0 { observer?.restoreRate(statesPerSecond: Double(result.userCount) / seconds) }
             logger.info("partition restored", metadata: [
-                "partition": "\(layout.foldedTopic)[\(partition)]", "states": "\(result.states.count)",
+                "partition": "\(layout.foldedTopic)[\(partition)]", "states": "\(result.userCount)",
+                "held_undecoded": "\(result.held.count)",
                 "changelog_records": "\(result.recordsRead)", "committed_offset": "\(committed[partition].map(String.init) ?? "none")",
                 "log_time": "\(result.logTime?.description ?? "none")", "seconds": "\(LogValues.seconds(seconds))",
             ])
@@ -401,6 +404,11 @@ actor FoldCore<P: UserProcessor> {
         let folded = LogFolding.fold(message, into: &fold, limits: settings.limits, images: settings.stateImages)
         if let error = folded.deadLetter { deadLetter(message, error: error, namespace: namespace, cause: cause) }
         guard let step = folded.step else { return true }
+        for failure in step.undecodable {
+            logger.error("a timer was dropped: the user's state restored from the changelog does not decode", metadata: [
+                "partition": "\(physical.topicPartition)", "user": "\(RecordError.quote(failure.userId))", "error": "\(failure.error)",
+            ])
+        }
         if let failure = folded.stateEncodingError {
             fatal = WorkerStopped(description: failure)
             return true
@@ -414,7 +422,8 @@ actor FoldCore<P: UserProcessor> {
         let input = KafkaRecords.coordinates(message)
         let logTime = fold.logTime ?? timestamp
         for (change, after) in zip(step.changes, folded.stateImages) {
-            unit.states[partition, default: [:]][change.userId] = (after, physical.offset)
+            let wakeUp = P.nextWakeUpDependsOnStateAlone ? processor.nextWakeUp(change.after) : nil
+            unit.states[partition, default: [:]][change.userId] = (after, physical.offset, wakeUp)
             switch settings.stateImages {
             case .binary:
                 // One history image per changed user per unit, written with the unit (`commit`).
@@ -572,6 +581,7 @@ actor FoldCore<P: UserProcessor> {
             for (user, entry) in users.sorted(by: { $0.key < $1.key }) {
                 records.append(ChangelogRecords.state(
                     userId: user, image: entry.state, inputOffset: entry.inputOffset,
+                    wakeUp: P.nextWakeUpDependsOnStateAlone ? .recorded(entry.wakeUp) : .unrecorded,
                     topic: layout.stateTopic, partition: partition))
                 causes.append(InputPosition(partition: TopicPartition(layout.foldedTopic, partition), offset: entry.inputOffset))
             }

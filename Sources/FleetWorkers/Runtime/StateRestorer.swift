@@ -16,10 +16,19 @@ public import Logging
 /// ignored, because the input they reflect will be processed again.
 ///
 /// Keys first: while reading, a state record costs its key, its input offset
-/// (`ChangelogRecords.peekState`) and, when committed, a copy of its image bytes; only each
-/// user's last committed image is decoded, once the partitions are read, in parallel chunks over
-/// every partition restored together. A superseded image is never decoded (a busy user has many
-/// per day).
+/// (`ChangelogRecords.peekState`) and, when committed, a copy of its image bytes. A superseded
+/// image is never decoded (a busy user has many per day).
+///
+/// Lazy: a user's last committed image whose record carries the state's next wake-up (every
+/// record the fold writes since lazy restore) is not decoded at all: it is handed over as a
+/// `HeldStateImage`, the timer is scheduled from the recorded wake-up, and `PartitionFold`
+/// decodes the image when a record or timer first touches the user. Only last images without a
+/// recorded wake-up (JSON envelopes, binary records of builds before, a migration's re-keyed
+/// states) or of a format newer than this build reads are decoded here, once the partitions are
+/// read, in parallel chunks over every partition restored together; such an image that does not
+/// decode fails the restore (a pod of an older build given a partition a newer one wrote waits
+/// for the rollout instead of dead-lettering). A held image that does not decode when touched
+/// (damaged bytes) stops only its user: see `PartitionFold`.
 ///
 /// Partitions are read concurrently, each by a `KafkaPartitionReader` of its own (at most
 /// `concurrentReaders` at once), which lends each record in librdkafka's buffers instead of
@@ -28,7 +37,12 @@ public import Logging
 public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     /// What one partition's restore yields.
     public struct Restored: Sendable {
+        /// Users whose last image was decoded here (it recorded no wake-up).
         public var states: [String: State]
+        /// Users whose last image recorded its wake-up: left undecoded, for `PartitionFold`.
+        public var held: [String: HeldStateImage]
+        /// Users restored, decoded or held.
+        public var userCount: Int { states.count + held.count }
         public var logTime: Timestamp?
         /// The first cut found: a migration stopped folding this partition at that offset, so
         /// whoever still runs this generation must not fold it.
@@ -119,7 +133,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         var restored: [Int32: Restored] = [:]
         for (partition, collector) in collectors {
             restored[partition] = Restored(
-                states: states[partition] ?? [:], logTime: collector.logTime, cut: collector.cut,
+                states: states[partition] ?? [:], held: collector.held, logTime: collector.logTime, cut: collector.cut,
                 recordsRead: collector.recordsRead, duration: duration, readDuration: readDuration)
         }
         return restored
@@ -203,13 +217,22 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
 
     /// One partition's changelog read in offset order under the restore rule of `Builder`,
     /// keeping images undecoded: `Builder` decides which state records count and keeps the log
-    /// time and the cut; the images it would decode are kept here instead.
+    /// time and the cut; the images it would decode are kept here instead, in `held` when the
+    /// record carries the wake-up, else in `images` (decoded once read). A user is in one of
+    /// the two, by its last committed record.
     struct ImageCollector: Sendable {
         private var rule: Builder
         var images: [String: KeptImage] = [:]
+        var held: [String: HeldStateImage] = [:]
         var recordsRead = 0
+        /// The newest image format this build decodes (nil: `State` has no binary image, so
+        /// nothing is held). A newer image is decoded at once, failing the restore as it names.
+        private let readableFormat: UInt32?
 
-        init(committed: Int64?) { rule = Builder(committed: committed) }
+        init(committed: Int64?) {
+            rule = Builder(committed: committed)
+            readableFormat = (State.self as? any BinaryStateImage.Type)?.stateImageFormat
+        }
 
         var logTime: Timestamp? { rule.logTime }
         var cut: (generation: Int, committedOffset: Int64)? { rule.cut }
@@ -248,15 +271,27 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
             if let value, let key, value.first != UInt8(ascii: "{"),
                let peek = ChangelogRecords.peekState(value), peek.format == ChangelogRecords.envelopeFormat {
                 guard rule.isCommitted(peek.inputOffset) else { return }
-                images[String(decoding: key, as: UTF8.self)] = KeptImage(
-                    image: Array(value[peek.image]), offset: offset, read: nil)
+                let user = String(decoding: key, as: UTF8.self)
+                let image = Array(value[peek.image])
+                if case .recorded(let wakeUp) = peek.wakeUp, let readableFormat,
+                   let format = StateImageFormat.leadingFormat(of: image), format <= readableFormat {
+                    held[user] = HeldStateImage(image: image, wakeUp: wakeUp)
+                    if !images.isEmpty { images[user] = nil }
+                } else {
+                    keep(KeptImage(image: image, offset: offset, read: nil), for: user)
+                }
                 return
             }
             // A JSON envelope (before binary images), or one this fast path does not read: the
             // full reader takes it, or names what is wrong with it.
             let image = try ChangelogRecords.stateImage(of: copied())
             guard rule.isCommitted(image.inputOffset) else { return }
-            images[image.userId] = KeptImage(image: [], offset: offset, read: image)
+            keep(KeptImage(image: [], offset: offset, read: image), for: image.userId)
+        }
+
+        private mutating func keep(_ image: KeptImage, for user: String) {
+            images[user] = image
+            if !held.isEmpty { held[user] = nil }
         }
     }
 

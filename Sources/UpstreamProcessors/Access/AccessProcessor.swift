@@ -59,6 +59,7 @@ public struct AccessProcessor: UserProcessor {
     public func fireTimers(state: inout AccessState, context: inout ProcessingContext) {}
 
     public func nextWakeUp(_ state: AccessState) -> Timestamp? { nil }
+    public static let nextWakeUpDependsOnStateAlone = true
 
     private func raise(_ notification: UpstreamNotification, _ alert: SecurityAlert, state: inout AccessState, context: inout ProcessingContext) {
         let key = "alert:" + alert.id

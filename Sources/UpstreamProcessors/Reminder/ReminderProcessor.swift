@@ -74,6 +74,7 @@ public struct ReminderProcessor: UserProcessor {
     }
 
     public func nextWakeUp(_ state: ReminderState) -> Timestamp? { state.nextWake }
+    public static let nextWakeUpDependsOnStateAlone = true
 
     // MARK: - Upsert and cancel
 

@@ -51,6 +51,7 @@ public struct ScoreProcessor: UserProcessor {
     public func fireTimers(state: inout ScoreState, context: inout ProcessingContext) {}
 
     public func nextWakeUp(_ state: ScoreState) -> Timestamp? { nil }
+    public static let nextWakeUpDependsOnStateAlone = true
 
     private func apply(_ score: ScoreComputed, to state: inout ScoreState, context: inout ProcessingContext) {
         if score.batchId == state.lastBatchId { return }

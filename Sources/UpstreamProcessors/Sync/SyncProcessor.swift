@@ -52,6 +52,7 @@ public struct SyncProcessor: UserProcessor {
     public func fireTimers(state: inout SyncState, context: inout ProcessingContext) {}
 
     public func nextWakeUp(_ state: SyncState) -> Timestamp? { nil }
+    public static let nextWakeUpDependsOnStateAlone = true
 
     private func apply(_ sync: ContactsSyncCompleted, to state: inout SyncState, context: inout ProcessingContext) {
         let accumulating = dedupAccumulationDue(sync, state: &state)
