@@ -28,6 +28,7 @@ let package = Package(
         .executable(name: "reminder-worker", targets: ["reminder-worker"]),
         .executable(name: "access-worker", targets: ["access-worker"]),
         .executable(name: "delivery-worker", targets: ["delivery-worker"]),
+        .executable(name: "sender-worker", targets: ["sender-worker"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -103,7 +104,7 @@ let package = Package(
         // pure fold like the others, and the provider payloads and answer meanings it relies on.
         .target(
             name: "SenderCore",
-            dependencies: ["FleetModel"],
+            dependencies: ["FleetModel", .product(name: "Yams", package: "Yams")],
             swiftSettings: strict
         ),
         // The sender's effect stage: APNs (HTTP/2, ES256 provider JWT), FCM HTTP v1 (OAuth2 from a
@@ -134,6 +135,7 @@ let package = Package(
                 "FleetModel",
                 "ProviderClients",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -158,7 +160,7 @@ let package = Package(
         // `fleetctl simulate`: the whole fleet's logic in one process over JSONL.
         .target(
             name: "FleetSimulation",
-            dependencies: ["FleetModel", "DeliveryPolicy", "UpstreamProcessors"],
+            dependencies: ["FleetModel", "DeliveryPolicy", "UpstreamProcessors", "SenderCore"],
             swiftSettings: strict
         ),
         // Seeded generators for test traffic and benchmark workloads (never used by the logic).
@@ -175,6 +177,7 @@ let package = Package(
                 "FleetModel",
                 "UpstreamProcessors",
                 "DeliveryPolicy",
+                "SenderCore",
                 "FleetSimulation",
                 "StateImages",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -206,12 +209,29 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The five workers' command lines: their own executables and the multi-call fleetctl of
+        // The sender-worker's process: the runtime folding the sender's inbox and, in the same
+        // service group, the effect stage calling the providers.
+        .target(
+            name: "SenderWorker",
+            dependencies: [
+                "FleetWorkers",
+                "FleetModel",
+                "Kafka",
+                "ProviderClients",
+                "SenderEffect",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // The six workers' command lines: their own executables and the multi-call fleetctl of
         // the image (deploy/Dockerfile) share them.
         .target(
             name: "WorkerCommands",
             dependencies: [
                 "FleetWorkers",
+                "SenderWorker",
+                "ProviderClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -268,6 +288,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "sender-worker",
+            dependencies: [
+                "WorkerCommands",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "FleetModelTests",
             dependencies: [
@@ -280,6 +308,7 @@ let package = Package(
             name: "FleetWorkersTests",
             dependencies: [
                 "FleetWorkers", "FleetModel", "DeliveryPolicy", "UpstreamProcessors", "FleetTestSupport", "FleetSimulation",
+                "SenderCore",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -345,7 +374,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "Kafka", "FleetWorkers", "FleetModel", "UpstreamProcessors", "DeliveryPolicy", "FleetSimulation",
-                "FleetTestSupport", "FleetOperations",
+                "FleetTestSupport", "FleetOperations", "SenderCore", "SenderTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]

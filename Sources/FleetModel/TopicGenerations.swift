@@ -10,10 +10,23 @@
 /// coordinates, so every id stays what it was.
 ///
 /// Only workers that own their log (an inbox: the delivery and reminder workers) can migrate: the
-/// others fold an external topic directly, whose partition count is its producer's.
+/// others fold an external topic directly, whose partition count is its producer's (the sender
+/// owns its log but is not migrated yet, `migrates`).
 extension Worker {
-    /// Whether `fleetctl partitions migrate` can move this worker (it owns the log it folds).
-    public var ownsItsLog: Bool { ingestTopic != nil }
+    /// Whether the worker owns the log it folds (an inbox its ingest stage forwards into).
+    public var ownsItsLog: Bool { !ingestSources.isEmpty }
+
+    /// Whether `fleetctl partitions migrate` can move this worker: it owns its log and every
+    /// writer of that log follows the generation registry. The sender's effect stage writes its
+    /// answers into generation 1 of `rin.sender.inbox`, so the sender is not migrated (yet).
+    public var migrates: Bool { ownsItsLog && self != .sender }
+
+    /// Why `migrates` is false, for the refusal's message.
+    public var whyNotMigrating: String {
+        if !ownsItsLog { return "it folds \(foldedTopic) directly, whose partition count is its producer's" }
+        if self == .sender { return "its effect stage writes answers into generation 1 of \(foldedTopic)" }
+        return "it can"
+    }
 
     /// The logical names of the worker's own topics in `generation`.
     public func topics(generation: Int) -> GenerationTopics {

@@ -59,6 +59,9 @@ public enum Worker: String, CaseIterable, Sendable, Codable {
     case reminder = "reminder-worker"
     case access = "access-worker"
     case delivery = "delivery-worker"
+    /// Sends the deliveries (issue 17): folds `rin.sender.inbox`, and its effect stage (in the
+    /// same process) makes the provider calls the fold decided.
+    case sender = "sender-worker"
 
     /// The log the worker's stateful stage folds (principle 3).
     public var foldedTopic: String {
@@ -68,20 +71,47 @@ public enum Worker: String, CaseIterable, Sendable, Codable {
         case .reminder: Topics.reminderInbox
         case .access: Topics.accessRequests
         case .delivery: Topics.deliveryInbox
+        case .sender: Topics.senderInbox
         }
     }
 
-    /// External topic the worker's ingest stage forwards into its inbox, if it has one.
-    public var ingestTopic: String? {
+    /// External topics the worker's ingest stage forwards into its inbox, in this order; empty
+    /// for the workers that fold an external topic directly.
+    public var ingestSources: [IngestSource] {
         switch self {
-        case .reminder: Topics.reminders
-        case .delivery: Topics.appActivity
-        default: nil
+        case .reminder: [IngestSource(topic: Topics.reminders)]
+        case .delivery: [IngestSource(topic: Topics.appActivity)]
+        case .sender:
+            [
+                IngestSource(topic: Topics.deliveries), IngestSource(topic: Topics.devices),
+                // Push and email consent (`push_enabled`, `email_opt_in`) only.
+                IngestSource(topic: Topics.appActivity, only: ["user.settings_changed"]),
+            ]
+        case .score, .sync, .access: []
         }
     }
+
+    /// The logical names of `ingestSources`.
+    public var ingestTopics: [String] { ingestSources.map(\.topic) }
 
     public var stateTopic: String { rawValue + ".state" }
     public var historyTopic: String { rawValue + ".history" }
+}
+
+/// An external topic a worker's ingest stage forwards into the worker's own log.
+public struct IngestSource: Hashable, Sendable {
+    public var topic: String
+    /// The record types forwarded; nil forwards every record and dead-letters what does not
+    /// decode. A source read for a few types only is another worker's input (the sender reads
+    /// settings changes off `rin.app.activity`, the delivery worker's): its other records, and
+    /// records that do not decode, are that worker's to fold or dead-letter, so they are
+    /// skipped here rather than dead-lettered a second time.
+    public var only: Set<String>?
+
+    public init(topic: String, only: Set<String>? = nil) { self.topic = topic; self.only = only }
+
+    /// Whether a record of `type` read from this source is forwarded.
+    public func forwards(_ type: String) -> Bool { only?.contains(type) ?? true }
 }
 
 /// How a topic is created (`fleetctl topics create`).
@@ -100,12 +130,13 @@ public struct TopicSpec: Hashable, Sendable {
     /// keeps every worker's input, state and history co-partitioned.
     public static var all: [TopicSpec] {
         var specs: [TopicSpec] = []
-        let inputs = [Topics.scoreBatches, Topics.syncResults, Topics.reminders, Topics.accessRequests, Topics.appActivity]
+        let inputs = [Topics.scoreBatches, Topics.syncResults, Topics.reminders, Topics.accessRequests, Topics.appActivity, Topics.devices]
+        let inboxes = [Topics.deliveryInbox, Topics.reminderInbox, Topics.senderInbox]
         specs += inputs.map { TopicSpec(name: $0, role: .input) }
-        specs += [Topics.deliveryInbox, Topics.reminderInbox].map {
+        specs += inboxes.map {
             TopicSpec(name: $0, role: .inbox, configs: ["message.timestamp.type": "LogAppendTime"])
         }
-        specs += [Topics.deliveries, Topics.decisions, Topics.sections, Topics.retentionEvents].map {
+        specs += [Topics.deliveries, Topics.decisions, Topics.sections, Topics.retentionEvents, Topics.sendAttempts, Topics.receipts].map {
             TopicSpec(name: $0, role: .output)
         }
         for worker in Worker.allCases {
@@ -117,7 +148,8 @@ public struct TopicSpec: Hashable, Sendable {
         // LogAppendTime: a dead letter's own timestamp is when it was dead-lettered (what `dlq
         // list --since` filters by); the failed record's timestamp travels in its
         // `source-timestamp` header.
-        for input in inputs + [Topics.deliveryInbox, Topics.reminderInbox] {
+        // The sender's ingest dead-letters bad deliveries; its effect stage, bad attempts.
+        for input in inputs + inboxes + [Topics.deliveries, Topics.sendAttempts] {
             specs.append(TopicSpec(
                 name: Topics.deadLetter(of: input), role: .deadLetter, configs: ["message.timestamp.type": "LogAppendTime"]))
         }

@@ -1,17 +1,20 @@
 public import DeliveryPolicy
 import Foundation
+public import SenderCore
 public import UpstreamProcessors
 
-/// One policy profile file read by the whole fleet: the delivery engine's sections and the
-/// upstream workers' `upstream:` section (P-PROF-1). Loading validates both and names the field
-/// of the first problem.
+/// One policy profile file read by the whole fleet: the delivery engine's sections, the
+/// upstream workers' `upstream:` section and the sender's `sender:` section (P-PROF-1). Loading
+/// validates all three and names the field of the first problem.
 public struct FleetProfile: Sendable {
     public var delivery: PolicyProfile
     public var upstream: UpstreamSettings
+    public var sender: SenderPolicy
 
-    public init(delivery: PolicyProfile, upstream: UpstreamSettings) {
+    public init(delivery: PolicyProfile, upstream: UpstreamSettings, sender: SenderPolicy = SenderPolicy()) {
         self.delivery = delivery
         self.upstream = upstream
+        self.sender = sender
     }
 
     /// Parses a profile document.
@@ -23,6 +26,11 @@ public struct FleetProfile: Sendable {
         }
         do {
             upstream = try UpstreamSettings.load(profileYAML: yaml)
+        } catch {
+            throw .profile("\(error)")
+        }
+        do {
+            sender = try SenderPolicy.load(profileYAML: yaml)
         } catch {
             throw .profile("\(error)")
         }

@@ -104,7 +104,7 @@ public struct FoldStage<P: UserProcessor>: SimulationStage {
     public init(worker: Worker, processor: P, zone: (@Sendable (P.State) -> Zone?)? = nil) {
         self.init(
             name: worker.rawValue, processor: processor, folding: worker.foldedTopic,
-            ingesting: worker.ingestTopic.map { [$0] } ?? [], zone: zone)
+            ingesting: worker.ingestTopics, zone: zone)
     }
 
     public var logTime: Timestamp? { fold.logTime }

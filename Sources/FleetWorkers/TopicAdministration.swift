@@ -51,7 +51,7 @@ public enum TopicAdministration {
             }
         }
         for worker in Worker.allCases {
-            coPartitioned(worker, [worker.ingestTopic, worker.foldedTopic, worker.stateTopic, worker.historyTopic].compactMap { $0 }, generation: 1)
+            coPartitioned(worker, worker.ingestTopics + [worker.foldedTopic, worker.stateTopic, worker.historyTopic], generation: 1)
         }
         for worker in Worker.allCases where worker.ownsItsLog {
             let entry = generations.entry(for: worker)

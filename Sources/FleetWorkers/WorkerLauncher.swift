@@ -1,16 +1,34 @@
 import FleetSimulation
 import Foundation
+public import CoreMetrics
 public import FleetModel
-import Logging
+public import Logging
 import Prometheus
-import ServiceLifecycle
+public import ServiceLifecycle
+
+/// What a companion service of a worker (`WorkerLauncher.run(_:companions:)`) is made from: the
+/// worker's settings, the process environment (for its own variables), the metrics registry
+/// `/metrics` exports, and the worker's logger.
+public struct WorkerCompanionContext: Sendable {
+    public var settings: WorkerSettings
+    public var environment: [String: String]
+    public var metrics: any MetricsFactory
+    public var logger: Logger
+}
 
 /// Starts a worker executable: settings from the environment, the policy profile, logging, and
 /// a service group that turns SIGTERM/SIGINT into a graceful shutdown (finish and commit the
 /// open unit, leave the group, flush).
 public enum WorkerLauncher {
     /// Runs `worker` with the processor its profile configures, until SIGTERM/SIGINT.
-    public static func run(_ worker: Worker) async throws {
+    ///
+    /// - Parameter companions: services that run next to the runtime in the same service group
+    ///   (the sender's effect stage): made once the settings are read; a failure to make them
+    ///   (bad configuration) stops the worker with its message before anything starts. When one
+    ///   ends or fails, the whole group shuts down gracefully.
+    public static func run(
+        _ worker: Worker, companions: @Sendable (WorkerCompanionContext) throws -> [any Service] = { _ in [] }
+    ) async throws {
         let environment = ProcessInfo.processInfo.environment
         let settings: WorkerSettings
         let profile: FleetProfile
@@ -28,21 +46,35 @@ public enum WorkerLauncher {
             return handler
         }
         let logger = Logger(label: worker.rawValue)
-        try await WorkerProcessors.visit(worker, profile: profile, Serve(settings: settings, logger: logger))
+        let registry = PrometheusCollectorRegistry()
+        let extra: [any Service]
+        do {
+            extra = try companions(WorkerCompanionContext(
+                settings: settings, environment: environment, metrics: PrometheusMetricsFactory(registry: registry), logger: logger))
+        } catch {
+            FileHandle.standardError.write(Data("\(worker.rawValue): \(error)\n".utf8))
+            throw ExitWithMessage()
+        }
+        try await WorkerProcessors.visit(worker, profile: profile, Serve(settings: settings, registry: registry, companions: extra, logger: logger))
     }
 
     /// Runs whichever processor the worker's profile configures.
     private struct Serve: WorkerProcessorVisitor {
         let settings: WorkerSettings
+        let registry: PrometheusCollectorRegistry
+        let companions: [any Service]
         let logger: Logger
-        func visit<P: UserProcessor>(_ processor: P) async throws { try await serve(settings, processor, logger: logger) }
+        func visit<P: UserProcessor>(_ processor: P) async throws {
+            try await serve(settings, processor, registry: registry, companions: companions, logger: logger)
+        }
     }
 
-    /// The runtime and its HTTP port in one service group: the port comes up first (so
-    /// `/readyz` says "starting" rather than refusing connections), and ends when the runtime
-    /// ends, whichever way.
-    private static func serve<P: UserProcessor>(_ settings: WorkerSettings, _ processor: P, logger: Logger) async throws {
-        let registry = PrometheusCollectorRegistry()
+    /// The runtime, its companions and its HTTP port in one service group: the port comes up
+    /// first (so `/readyz` says "starting" rather than refusing connections), and ends when the
+    /// runtime ends, whichever way.
+    private static func serve<P: UserProcessor>(
+        _ settings: WorkerSettings, _ processor: P, registry: PrometheusCollectorRegistry, companions: [any Service], logger: Logger
+    ) async throws {
         let metrics = WorkerMetrics(worker: settings.worker.rawValue, registry: registry)
         let health = RuntimeHealth()
         let probes = ProbeServer(
@@ -56,7 +88,9 @@ public enum WorkerLauncher {
                     .init(
                         service: runtime, successTerminationBehavior: .gracefullyShutdownGroup,
                         failureTerminationBehavior: .gracefullyShutdownGroup),
-                ],
+                ] + companions.map {
+                    .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+                },
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         do {

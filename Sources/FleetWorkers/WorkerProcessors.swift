@@ -1,6 +1,7 @@
 import DeliveryPolicy
 public import FleetModel
 public import FleetSimulation
+import SenderCore
 import UpstreamProcessors
 
 /// Something to do with the processor a worker runs, whatever its concrete type: start it on the
@@ -21,6 +22,7 @@ public enum WorkerProcessors {
         case .reminder: return try await visitor.visit(upstream.reminder)
         case .access: return try await visitor.visit(upstream.access)
         case .delivery: return try await visitor.visit(DeliveryEngine(profile: profile.delivery))
+        case .sender: return try await visitor.visit(SenderProcessor(policy: profile.sender))
         }
     }
 }

@@ -2,6 +2,7 @@ public import FleetModel
 public import Kafka
 public import Logging
 public import ProviderClients
+import ServiceLifecycle
 
 /// The sender's effect stage on Kafka (issue 17, "act at the edge"): reads the attempts the
 /// fold decided (`rin.sender.attempts`), makes the provider calls, and writes each answer into
@@ -53,7 +54,9 @@ public struct SendEffectStage: Sendable {
         self.beforeCommit = beforeCommit
     }
 
-    /// Runs until the task is cancelled or Kafka fails; closes its clients either way.
+    /// Runs until the task is cancelled, a graceful shutdown (ServiceLifecycle) or a Kafka
+    /// failure; closes its clients either way. A graceful shutdown ends it between batches: the
+    /// calls of the batch in hand finish and commit with their offsets, none is cut off.
     public func run() async throws {
         let consumer = try KafkaConsumer(configuration: consumerConfiguration, maxBatchSize: 512, logger: logger)
         let producer: KafkaProducer
@@ -66,7 +69,7 @@ public struct SendEffectStage: Sendable {
         do {
             try await producer.initTransactions()
             try consumer.subscribe(topics: [topics.attempts])
-            for try await batch in consumer.batches {
+            for try await batch in consumer.batches.cancelOnGracefulShutdown() {
                 try Task.checkCancellation()
                 try await process(batch, consumer: consumer, producer: producer)
             }

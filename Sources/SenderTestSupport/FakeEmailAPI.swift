@@ -5,7 +5,9 @@ import Synchronization
 /// RFC 8058 headers, and honours `Idempotency-Key` (a repeated key is answered with the first
 /// email's id and sends nothing).
 public final class FakeEmailAPI: Sendable {
-    public enum Answer: Sendable { case success, rateLimited(retryAfterSeconds: Int), serverError, invalid }
+    /// `slow`: sends (and remembers the Idempotency-Key) at once, answers after the delay, so a
+    /// test can kill the caller between the send and the answer.
+    public enum Answer: Sendable { case success, rateLimited(retryAfterSeconds: Int), serverError, invalid, slow(TimeInterval) }
 
     public struct Sent: Sendable, Hashable {
         public var id: String
@@ -49,8 +51,10 @@ public final class FakeEmailAPI: Sendable {
             book.scripts[address] = queue
             return next
         }
+        var delay: TimeInterval = 0
         switch answer {
         case .success: break
+        case .slow(let seconds): delay = seconds
         case .rateLimited(let seconds):
             var response = error(429, "rate_limit_exceeded")
             response.headers["retry-after"] = String(seconds)
@@ -63,7 +67,9 @@ public final class FakeEmailAPI: Sendable {
             book.sent.append(Sent(id: id, to: to, subject: subject, text: text, headers: headers))
             if let key { book.idByKey[key] = id }
         }
-        return .json(200, ["id": id])
+        var response = FakeResponse.json(200, ["id": id])
+        response.delay = delay
+        return response
     }
 
     private func error(_ status: Int, _ name: String) -> FakeResponse {

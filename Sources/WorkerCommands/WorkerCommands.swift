@@ -1,7 +1,9 @@
 public import ArgumentParser
 import FleetWorkers
+import ProviderClients
+import SenderWorker
 
-// The five workers' command lines, shared by their own executables (score-worker, …) and by the
+// The six workers' command lines, shared by their own executables (score-worker, …) and by the
 // multi-call `fleetctl` of the image (deploy/Dockerfile), which runs the worker its name says.
 
 /// The worker commands by executable name.
@@ -13,6 +15,7 @@ public enum WorkerCommands {
         case "reminder-worker": ReminderWorkerCommand.self
         case "access-worker": AccessWorkerCommand.self
         case "delivery-worker": DeliveryWorkerCommand.self
+        case "sender-worker": SenderWorkerCommand.self
         default: nil
         }
     }
@@ -85,5 +88,22 @@ public struct DeliveryWorkerCommand: AsyncParsableCommand {
 
     public func run() async throws {
         try await WorkerLauncher.run(.delivery)
+    }
+}
+
+/// The sender worker: `sender-worker` (its own executable, or the image's multi-call `fleetctl` under that name).
+public struct SenderWorkerCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "sender-worker",
+        abstract: "Forwards rin.notify.deliveries, rin.devices and settings changes into rin.sender.inbox, decides per user every push and email attempt (retries, backoff, token invalidation, email fallback, receipts), and performs the attempts against APNs, FCM and the email API.",
+        discussion: WorkerLauncher.environmentHelp + "\n\nThe providers come from these variables (files hold the secrets):\n"
+            + (ProviderSettings.variables + [SenderWorkerLauncher.concurrencyVariable])
+                .map { "  \($0.name)\n      \($0.meaning)" }.joined(separator: "\n")
+            + "\n\nThe retry policy comes from the profile's `sender:` section.")
+
+    public init() {}
+
+    public func run() async throws {
+        try await SenderWorkerLauncher.run()
     }
 }

@@ -53,8 +53,8 @@ struct PartitionsCommand: AsyncParsableCommand {
             guard let parsed = Worker(rawValue: worker) else {
                 throw ValidationError("unknown worker '\(worker)': one of \(Worker.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            guard parsed.ownsItsLog else {
-                throw ValidationError("\(worker) folds an external topic and cannot migrate: only \(Worker.allCases.filter(\.ownsItsLog).map(\.rawValue).joined(separator: " and ")) can")
+            guard parsed.migrates else {
+                throw ValidationError("\(worker) cannot migrate (\(parsed.whyNotMigrating)): only \(Worker.allCases.filter(\.migrates).map(\.rawValue).joined(separator: " and ")) can")
             }
             if to < 1 { throw ValidationError("--to is a partition count, 1 or more") }
             if waitTimeout < 1 { throw ValidationError("--wait-timeout is a number of seconds, 1 or more") }

@@ -131,7 +131,8 @@ struct ProduceCommand: AsyncParsableCommand {
     /// effect; nil for a topic written straight into a fold's log (the inboxes).
     static func firstReader(of topic: String) -> Worker? {
         for worker in Worker.allCases {
-            if worker.ingestTopic == topic { return worker }
+            // rin.app.activity: the delivery worker (before the sender in `allCases`).
+            if worker.ingestTopics.contains(topic) { return worker }
             if worker.foldedTopic == topic, !worker.ownsItsLog { return worker }
         }
         return nil

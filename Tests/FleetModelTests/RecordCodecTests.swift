@@ -77,5 +77,14 @@ struct RecordCodecTests {
         #expect(specs.first { $0.name == "delivery-worker.state" }?.configs["cleanup.policy"] == "compact")
         #expect(specs.first { $0.name == Topics.deliveryInbox }?.configs["message.timestamp.type"] == "LogAppendTime")
         #expect(specs.contains { $0.name == "rin.app.activity.dlq" })
+        // The sender's (issue 17): its inbox, attempts, receipts, the device registry, and the
+        // dead letters of what its ingest and effect stage refuse.
+        #expect(specs.first { $0.name == Topics.senderInbox }?.configs["message.timestamp.type"] == "LogAppendTime")
+        for name in [Topics.devices, Topics.sendAttempts, Topics.receipts, "sender-worker.state", "sender-worker.history"] {
+            #expect(specs.contains { $0.name == name }, "\(name)")
+        }
+        for name in [Topics.devices, Topics.deliveries, Topics.senderInbox, Topics.sendAttempts] {
+            #expect(specs.contains { $0.name == Topics.deadLetter(of: name) && $0.role == .deadLetter }, "\(name).dlq")
+        }
     }
 }

@@ -17,9 +17,12 @@ struct TopicGenerationTests {
         #expect(Topics.generationBase(of: "x.g1") == ("x.g1", 1))
     }
 
-    @Test("only workers that own their log can migrate; their generation specs copy the first generation's configs")
+    @Test("only workers that own their log can migrate (the sender not yet); their generation specs copy the first generation's configs")
     func specs() {
-        #expect(Worker.allCases.filter(\.ownsItsLog) == [.reminder, .delivery])
+        #expect(Worker.allCases.filter(\.ownsItsLog) == [.reminder, .delivery, .sender])
+        #expect(Worker.allCases.filter(\.migrates) == [.reminder, .delivery])
+        #expect(Worker.sender.whyNotMigrating.contains("generation 1"))
+        #expect(Worker.owner(ofInbox: Topics.senderInbox) == .sender)
         #expect(Worker.owner(ofInbox: Topics.deliveryInbox) == .delivery)
         #expect(Worker.owner(ofInbox: Topics.decisions) == nil)
         let specs = Topics.generationSpecs(of: .delivery, generation: 3)

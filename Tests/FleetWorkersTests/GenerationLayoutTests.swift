@@ -22,6 +22,33 @@ struct GenerationLayoutTests {
         #expect(layout.carriedTopic == nil)
     }
 
+    @Test("the sender ingests several topics: all co-partitioned with its log and subscribed in the worker's order; settings only from the activity topic")
+    func severalIngestTopics() throws {
+        let layout = TopicLayout(worker: .sender, namespace: namespace)
+        #expect(layout.subscribed == ["p.rin.sender.inbox", "p.rin.notify.deliveries", "p.rin.devices", "p.rin.app.activity"])
+        #expect(layout.coPartitioned == [
+            "rin.notify.deliveries", "rin.devices", "rin.app.activity", "rin.sender.inbox", "sender-worker.state", "sender-worker.history",
+        ])
+        #expect(layout.pausedOnAssignment == ["p.rin.sender.inbox"])
+        let activity = try #require(layout.ingestSources["p.rin.app.activity"])
+        #expect(activity.forwards("user.settings_changed"))
+        #expect(!activity.forwards("app.opened"))
+        let devices = try #require(layout.ingestSources["p.rin.devices"])
+        #expect(devices.forwards("device.registered") && devices.only == nil, "a topic the sender owns: every record, bad ones dead-lettered")
+        // One partition count for all of them: a topic off by one is named.
+        var counts = Dictionary(uniqueKeysWithValues: layout.required.map { (namespace.physical($0), 4) })
+        #expect(try layout.partitionCount(in: counts) == 4)
+        counts["p.rin.devices"] = 3
+        #expect(throws: TopicLayout.Mismatch.self) { try layout.partitionCount(in: counts) }
+    }
+
+    @Test("the delivery and reminder workers ingest what they did before: one topic, every record")
+    func singleIngestTopicUnchanged() {
+        #expect(Worker.delivery.ingestSources == [IngestSource(topic: Topics.appActivity)])
+        #expect(Worker.reminder.ingestSources == [IngestSource(topic: Topics.reminders)])
+        #expect(Worker.score.ingestSources.isEmpty && Worker.sync.ingestSources.isEmpty && Worker.access.ingestSources.isEmpty)
+    }
+
     @Test("cutover: nothing folded; the ingest topic and the old log are read, the old log's partitions wait for their cut")
     func cutover() {
         let layout = TopicLayout(worker: .delivery, namespace: namespace, generations: map(.cutover))

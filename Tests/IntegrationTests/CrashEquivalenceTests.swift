@@ -145,7 +145,7 @@ struct CrashRun {
             + "restarts \(restarts), \(String(format: "%.1f", seconds)) s (waves: \(waveSeconds.map { String(format: "%.1f", $0) }.joined(separator: " ")))"
     }
 
-    static let slots: [WorkerProcesses.Slot] = Worker.allCases.map { WorkerProcesses.Slot(worker: $0, instance: 0) }
+    static let slots: [WorkerProcesses.Slot] = FleetHarness.deciders.map { WorkerProcesses.Slot(worker: $0, instance: 0) }
 
     /// Something a run does besides the traffic (a partition migration): started after wave
     /// `afterWave` completed and awaited before wave `completeBeforeWave` is produced; the

@@ -14,6 +14,13 @@ import Testing
 struct FleetHarness: Sendable {
     static var brokerAvailable: Bool { TestBrokerEnvironment.isAvailable(for: "IntegrationTests") }
 
+    /// The workers the crash-equivalence, migration and wave suites run and compare with the
+    /// simulator: every worker that decides from the log alone. The sender is left out on
+    /// purpose: its effects are provider calls the simulator does not make, so "the same
+    /// records as an uninterrupted run" cannot be checked for it there; `SenderFleetTests` kills
+    /// and restarts it against the stand-in providers and counts their sends instead.
+    static let deciders: [Worker] = Worker.allCases.filter { $0 != .sender }
+
     let bootstrap: String
     let namespace: TopicNamespace
     let partitions: Int32
@@ -34,7 +41,7 @@ struct FleetHarness: Sendable {
     /// Deletes this namespace's topics (Tansu keeps every record in memory).
     func tearDown() async {
         // Generation topics a migration test may have made, too.
-        let generations = Worker.allCases.filter(\.ownsItsLog).flatMap { worker in
+        let generations = Worker.allCases.filter(\.migrates).flatMap { worker in
             (2...3).flatMap { Topics.generationSpecs(of: worker, generation: $0) }
         }
         try? await admin().deleteTopics((TopicSpec.all + generations).map { namespace.physical($0.name) })

@@ -28,7 +28,7 @@ struct ScalingTests {
         _ members: [WorkerInstance], shares: [Int], in fleet: FleetHarness, step: String
     ) {
         let inbox = fleet.namespace.physical(Worker.delivery.foldedTopic)
-        let activity = fleet.namespace.physical(Worker.delivery.ingestTopic!)
+        let activity = fleet.namespace.physical(Topics.appActivity)
         var holder: [Int32: String] = [:]
         var counts: [Int] = []
         for member in members {

@@ -36,7 +36,7 @@ struct WaveProgress {
         self.partitions = partitions
         self.recorder = recorder
         var readers: [Worker: KafkaConsumer] = [:]
-        for worker in Worker.allCases {
+        for worker in FleetHarness.deciders {
             // Same group as the worker, only to read its committed offsets (never subscribes).
             readers[worker] = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
                 "bootstrap.servers": bootstrap, "group.id": namespace.prefix + worker.rawValue,
@@ -59,9 +59,9 @@ struct WaveProgress {
     /// What is not done yet, one line each; empty when the wave's effects are complete.
     func pending(requireDecisions: Bool) async throws -> [String] {
         var pending: [String] = []
-        for worker in Worker.allCases {
+        for worker in FleetHarness.deciders {
             guard let reader = readers[worker] else { continue }
-            let topics = [worker.foldedTopic, worker.ingestTopic].compactMap { $0 }
+            let topics = [worker.foldedTopic] + worker.ingestTopics
             var physical: [TopicPartition] = []
             for topic in topics {
                 for p in 0..<partitions { physical.append(TopicPartition(namespace.physical(topic), p)) }

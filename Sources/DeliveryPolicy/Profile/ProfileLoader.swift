@@ -5,7 +5,7 @@ import Yams
 extension PolicyProfile {
     /// Parses and validates a profile. Every problem is reported with the dotted path of the
     /// field (`budget.daily_limit: must be at least 1, got 0`). The top-level `upstream:`
-    /// section belongs to the upstream workers and is ignored here.
+    /// and `sender:` sections belong to the upstream and sender workers and are ignored here.
     public static func load(yaml: String) throws(ProfileError) -> PolicyProfile {
         let root: Node
         do {
@@ -55,7 +55,7 @@ private struct ProfileReader {
                 "quiet_hours", "digest", "lapse", "welcome_back", "activity", "weekend_pause", "sections",
                 "categories", "catalog",
             ],
-            ignoring: ["upstream"])
+            ignoring: ["upstream", "sender"])
         let categories = try readCategories(try top.required("categories"))
         let sections = try readSections(top.optional("sections"))
         let catalog = try readCatalog(try top.required("catalog"), categories: categories)

@@ -86,7 +86,7 @@ public enum SimulationExport {
         /// With a user, when the range goes on past the user's last record: one `tick` at the
         /// range's last time on the inbox, so the user's timers fire as they did in production.
         public mutating func closingLine() -> String? {
-            guard user != nil, topics.worker.ingestTopic != nil, let clock, let last, lastWritten.map({ $0 < clock }) ?? true else {
+            guard user != nil, topics.worker.ownsItsLog, let clock, let last, lastWritten.map({ $0 < clock }) ?? true else {
                 return nil
             }
             let tick = Tick(id: "export:\(topics.folded):\(last.partition):\(last.offset)")
@@ -113,7 +113,7 @@ public enum SimulationExport {
     /// its generation-1 name: a simulation has one generation, whatever the one exported.
     static func sourceTopic(of message: KafkaMessage, topics: WorkerTopics) -> String {
         let origin = KafkaRecords.origin(of: message)
-        if origin.index == nil, origin.coordinates.topic == topics.worker.ingestTopic { return origin.coordinates.topic }
+        if origin.index == nil, topics.worker.ingestTopics.contains(origin.coordinates.topic) { return origin.coordinates.topic }
         return topics.worker.foldedTopic
     }
 

@@ -87,8 +87,8 @@ public struct PartitionMigration: Sendable {
 
     /// Works out the plan from the registry and the topics, changing nothing.
     public func plan() async throws -> Plan {
-        guard worker.ownsItsLog else {
-            throw MigrationError(description: "\(worker.rawValue) folds \(worker.foldedTopic) directly, whose partition count is its producer's: only workers that own their log (\(Worker.allCases.filter(\.ownsItsLog).map(\.rawValue).joined(separator: ", "))) can migrate")
+        guard worker.migrates else {
+            throw MigrationError(description: "\(worker.rawValue) cannot migrate (\(worker.whyNotMigrating)): only \(Worker.allCases.filter(\.migrates).map(\.rawValue).joined(separator: ", ")) can")
         }
         guard partitions > 0 else { throw MigrationError(description: "--to must be at least 1") }
         let map = try await GenerationRegistry.read(configuration: configuration, namespace: namespace)
@@ -326,8 +326,8 @@ public struct PartitionMigration: Sendable {
         switch worker {
         case .delivery: return try await rekey(DeliveryEngine.State.self)
         case .reminder: return try await rekey(ReminderState.self)
-        case .score, .sync, .access:
-            throw MigrationError(description: "\(worker.rawValue) does not own its log")
+        case .score, .sync, .access, .sender:
+            throw MigrationError(description: "\(worker.rawValue) cannot migrate (\(worker.whyNotMigrating))")
         }
     }
 

@@ -44,10 +44,12 @@ public struct WorkerTopics: Sendable, Hashable {
     /// Where the fold's dead letters go.
     public var deadLetter: String { own.logDeadLetter }
     /// The topics the worker's fold writes its outputs to: the delivery worker's four output
-    /// topics, or every generation of the delivery inbox for the upstream workers.
+    /// topics, the sender's attempts, receipts and invalidations, or every generation of the delivery inbox for the upstream workers.
     public var outputs: [String] {
         switch worker {
         case .delivery: [Topics.deliveries, Topics.decisions, Topics.sections, Topics.retentionEvents]
+        // `device.invalidated` goes to the device registry, among the apps' registrations.
+        case .sender: [Topics.sendAttempts, Topics.receipts, Topics.devices]
         case .score, .sync, .reminder, .access:
             (1...deliveryInboxGeneration).map { Worker.delivery.topics(generation: $0).log }
         }

@@ -4,7 +4,7 @@ import Kafka
 import Logging
 
 /// The mutable heart of a worker: one fold per assigned partition of the folded log, the ingest
-/// partitions, and the open commit unit (DESIGN.md "Runtime").
+/// partitions (of every ingest topic), and the open commit unit (DESIGN.md "Runtime").
 ///
 /// An actor, so the compiler proves its state is never shared unsafely. Actor methods can
 /// interleave at their `await`s, so `WorkerRuntime` additionally runs every operation under one
@@ -47,9 +47,12 @@ actor FoldCore<P: UserProcessor> {
     let restoreRequests: AsyncStream<RestoreRequest>.Continuation
     /// The co-partitioned count found at start-up.
     let partitionCount: Int
+    /// The layout's ingest sources by physical topic (looked up per record).
+    private let ingestSources: [String: IngestSource]
 
     private(set) var folded: [Int32: FoldPartition] = [:]
-    private(set) var ingest: Set<Int32> = []
+    /// Assigned partitions of the ingest topics.
+    private(set) var ingest: Set<TopicPartition> = []
     /// Partitions of the previous generation's log, by the assignment generation they wait
     /// under (nil once they are carried over).
     private(set) var carried: [Int32: Int?] = [:]
@@ -97,6 +100,7 @@ actor FoldCore<P: UserProcessor> {
         self.restoreRequests = restoreRequests
         self.partitionCount = partitionCount
         self.generations = generations
+        self.ingestSources = layout.ingestSources
     }
 
     // MARK: Assignment
@@ -118,8 +122,8 @@ actor FoldCore<P: UserProcessor> {
                 folded[partition.partition] = FoldPartition(
                     phase: .restoring(generation: generation), fold: nil, nextOffset: nil, lastActivity: .now)
                 request.partitions[partition.partition] = generation
-            } else if partition.topic == layout.ingestTopic {
-                ingest.insert(partition.partition)
+            } else if ingestSources[partition.topic] != nil {
+                ingest.insert(partition)
             } else if partition.topic == layout.carriedTopic {
                 generation += 1
                 carried[partition.partition] = generation
@@ -191,8 +195,8 @@ actor FoldCore<P: UserProcessor> {
             if partition.topic == layout.foldedTopic {
                 folded[partition.partition] = nil
                 encodedInUnit[partition.partition] = nil
-            } else if partition.topic == layout.ingestTopic {
-                ingest.remove(partition.partition)
+            } else if ingestSources[partition.topic] != nil {
+                ingest.remove(partition)
             } else if partition.topic == layout.carriedTopic {
                 carried[partition.partition] = nil
             }
@@ -226,7 +230,7 @@ actor FoldCore<P: UserProcessor> {
             logger.error("pause for rewind failed", metadata: ["error": "\(error)"])
         }
         var sources: [TopicPartition] = []
-        if let ingestTopic = layout.ingestTopic { sources += ingest.sorted().map { TopicPartition(ingestTopic, $0) } }
+        sources += ingest.sorted(by: Self.sourceOrder)
         if let carriedTopic = layout.carriedTopic {
             sources += carried.filter { $0.value == nil }.keys.sorted().map { TopicPartition(carriedTopic, $0) }
         }
@@ -355,9 +359,9 @@ actor FoldCore<P: UserProcessor> {
             if mismatches[message.topic] != nil { continue }
             if message.topic == layout.foldedTopic {
                 guard fold(message, namespace: namespace, now: now) else { continue }
-            } else if message.topic == layout.ingestTopic {
-                guard ingest.contains(message.partition) else { continue }
-                forward(message, namespace: namespace)
+            } else if let source = ingestSources[message.topic] {
+                guard ingest.contains(message.topicPartition) else { continue }
+                forward(message, from: source, namespace: namespace)
             } else if message.topic == layout.carriedTopic {
                 guard carried[message.partition] == .some(nil) else { continue }
                 carryOver(message, namespace: namespace)
@@ -456,9 +460,11 @@ actor FoldCore<P: UserProcessor> {
     }
 
     /// The ingest stage: validates an external record and forwards it into the inbox, keyed by
-    /// user, with its timestamp and source coordinates; a bad one goes to `<topic>.dlq`.
-    private func forward(_ physical: KafkaMessage, namespace: TopicNamespace) {
-        forward(physical, to: generations.route(layout.worker.foldedTopic), namespace: namespace)
+    /// user, with its timestamp and source coordinates; a bad one goes to `<topic>.dlq`. A
+    /// source read for some types only (`IngestSource.only`) skips the others, and leaves
+    /// records that do not decode to the worker whose input the topic is.
+    private func forward(_ physical: KafkaMessage, from source: IngestSource, namespace: TopicNamespace) {
+        forward(physical, to: generations.route(layout.worker.foldedTopic), namespace: namespace, source: source)
     }
 
     /// A record of the previous generation's log, carried over into this generation's with its
@@ -471,7 +477,9 @@ actor FoldCore<P: UserProcessor> {
 
     /// Validates `physical` and copies it into the log `log` (logical) with its origin, or
     /// dead-letters it.
-    private func forward(_ physical: KafkaMessage, to log: String, namespace: TopicNamespace, keepingTicks: Bool = true) {
+    private func forward(
+        _ physical: KafkaMessage, to log: String, namespace: TopicNamespace, keepingTicks: Bool = true, source: IngestSource? = nil
+    ) {
         var message = physical
         message.topic = namespace.logical(physical.topic) ?? physical.topic
         let cause = InputPosition(partition: physical.topicPartition, offset: physical.offset)
@@ -483,10 +491,11 @@ actor FoldCore<P: UserProcessor> {
         do {
             record = try KafkaRecords.decode(message, limits: settings.limits)
         } catch {
-            deadLetter(message, error: error, namespace: namespace, cause: cause)
+            if source?.only == nil { deadLetter(message, error: error, namespace: namespace, cause: cause) }
             return
         }
         if !keepingTicks, case .tick = record { return }
+        if let source, !source.forwards(record.type) { return }
         unit.append(KafkaRecords.forward(message, to: log, in: namespace), cause: cause)
         observer?.recordOut(topic: log, count: 1)
     }
@@ -544,7 +553,7 @@ actor FoldCore<P: UserProcessor> {
     /// Stamped with the wall clock; in production the inbox's LogAppendTime replaces it with the
     /// broker's.
     func writeTicks(interval: Duration, wallClock: Timestamp, now: ContinuousClock.Instant) {
-        guard layout.worker.ingestTopic != nil else { return }
+        guard layout.worker.ownsItsLog else { return }
         for (partition, entry) in folded where entry.phase == .active {
             guard now - entry.lastActivity >= interval,
                   let wakeUp = entry.fold?.nextWakeUp, wakeUp <= wallClock
@@ -812,8 +821,8 @@ actor FoldCore<P: UserProcessor> {
             let ours: [TopicPartition]
             if topic == layout.foldedTopic {
                 ours = folded.keys.map { TopicPartition(topic, $0) }
-            } else if topic == layout.ingestTopic {
-                ours = ingest.map { TopicPartition(topic, $0) }
+            } else if ingestSources[topic] != nil {
+                ours = ingest.filter { $0.topic == topic }
             } else {
                 ours = []
             }
@@ -827,7 +836,7 @@ actor FoldCore<P: UserProcessor> {
     func lagBases() -> [TopicPartition: Int64?] {
         var bases: [TopicPartition: Int64?] = [:]
         var partitions = folded.keys.map { TopicPartition(layout.foldedTopic, $0) }
-        if let ingestTopic = layout.ingestTopic { partitions += ingest.map { TopicPartition(ingestTopic, $0) } }
+        partitions += ingest
         if let carriedTopic = layout.carriedTopic { partitions += carried.keys.map { TopicPartition(carriedTopic, $0) } }
         for partition in partitions { bases[partition] = committedOffsets[partition] }
         return bases
@@ -842,6 +851,11 @@ actor FoldCore<P: UserProcessor> {
         for (partition, lag) in lags where held.keys.contains(partition) {
             observer.setLag(topic: settings.topics.logical(partition.topic) ?? partition.topic, partition: Int(partition.partition), lag: lag)
         }
+    }
+
+    /// Ingest partitions by topic, then partition: the order rewinds seek them in.
+    private static func sourceOrder(_ a: TopicPartition, _ b: TopicPartition) -> Bool {
+        (a.topic, a.partition) < (b.topic, b.partition)
     }
 
     func stop(_ error: WorkerStopped) {

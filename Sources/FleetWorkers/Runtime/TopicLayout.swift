@@ -5,7 +5,7 @@ import Kafka
 /// that they exist and are co-partitioned (DESIGN.md principle 2).
 ///
 /// In generation 1 a worker folds its log (`Worker.foldedTopic`) with `<worker>.state` and
-/// `.history`, and an inbox worker's ingest stage forwards its external topic into the log. After
+/// `.history`, and an inbox worker's ingest stage forwards its external topics into the log. After
 /// a partition migration (`GenerationEntry`) it runs on the new generation's topics, and the
 /// previous generation's log becomes one more source whose records are carried over into the new
 /// log, ids unchanged; during the cutover it folds nothing.
@@ -28,12 +28,12 @@ public struct TopicLayout: Sendable, Hashable {
     public var folds: Bool { entry.foldGeneration != nil }
 
     /// Logical names of the topics that must share one partition count: in generation 1 the
-    /// ingest topic (if any), the folded log, the changelog and the history; in later
+    /// ingest topics (if any), the folded log, the changelog and the history; in later
     /// generations the log, changelog and history (the ingest stage re-keys by user, and the
     /// generation exists because the count changed).
     public var coPartitioned: [String] {
         if entry.generation <= 1 {
-            return [worker.ingestTopic, worker.foldedTopic, worker.stateTopic, worker.historyTopic].compactMap { $0 }
+            return worker.ingestTopics + [worker.foldedTopic, worker.stateTopic, worker.historyTopic]
         }
         return [topics.log, topics.state, topics.history]
     }
@@ -41,13 +41,18 @@ public struct TopicLayout: Sendable, Hashable {
     /// Logical names of every topic the layout needs to exist.
     public var required: [String] {
         var names = coPartitioned
-        if entry.generation > 1, let ingest = worker.ingestTopic { names.append(ingest) }
+        if entry.generation > 1 { names += worker.ingestTopics }
         if let carried = carriedLogical { names.append(carried) }
         return names
     }
 
     public var foldedTopic: String { namespace.physical(topics.log) }
-    public var ingestTopic: String? { worker.ingestTopic.map(namespace.physical) }
+    /// The ingest sources by physical topic name.
+    public var ingestSources: [String: IngestSource] {
+        Dictionary(uniqueKeysWithValues: worker.ingestSources.map { (namespace.physical($0.topic), $0) })
+    }
+    /// The ingest topics (physical), in the worker's order.
+    public var ingestTopics: [String] { worker.ingestTopics.map(namespace.physical) }
     public var stateTopic: String { namespace.physical(topics.state) }
     public var historyTopic: String { namespace.physical(topics.history) }
 
@@ -67,7 +72,7 @@ public struct TopicLayout: Sendable, Hashable {
     /// What the consumer subscribes to.
     public var subscribed: [String] {
         var names: [String] = folds ? [foldedTopic] : []
-        if let ingestTopic { names.append(ingestTopic) }
+        names += ingestTopics
         if let carriedTopic { names.append(carriedTopic) }
         return names
     }
