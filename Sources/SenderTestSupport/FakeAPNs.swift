@@ -1,5 +1,5 @@
-import Crypto
 public import Foundation
+import JWTKit
 import Synchronization
 
 /// A stand-in for APNs that checks what Apple checks and answers from a script.
@@ -45,16 +45,16 @@ public final class FakeAPNs: Sendable {
     public let teamId: String
     /// The team's signing key (PEM), as the sender is given it (`SENDER_APNS_KEY_FILE`).
     public let signingKeyPEM: String
-    private let publicKeyRaw: Data
+    private let publicKey: ES256PublicKey
     private let book = Mutex(Book())
     private let now: @Sendable () -> Date
 
     public init(keyId: String = "KEY1234567", teamId: String = "TEAM123456", now: @escaping @Sendable () -> Date = { Date() }) {
         self.keyId = keyId
         self.teamId = teamId
-        let key = P256.Signing.PrivateKey()
+        let key = ES256PrivateKey()
         self.signingKeyPEM = key.pemRepresentation
-        self.publicKeyRaw = key.publicKey.rawRepresentation
+        self.publicKey = key.publicKey
         self.now = now
     }
 
@@ -76,7 +76,7 @@ public final class FakeAPNs: Sendable {
     public var delivered: [Delivered] { book.withLock { $0.delivered } }
     public var requests: [FakeRequest] { book.withLock { $0.requests } }
 
-    public func respond(_ request: FakeRequest) -> FakeResponse {
+    public func respond(_ request: FakeRequest) async -> FakeResponse {
         let outage = book.withLock { book in
             book.requests.append(request)
             return book.outage
@@ -94,7 +94,7 @@ public final class FakeAPNs: Sendable {
         if let iat = book.withLock({ $0.verified[authorization] }) {
             verdict = now().timeIntervalSince1970 - TimeInterval(iat) > 3600 ? .expired : .valid(iat: iat)
         } else {
-            verdict = verify(jwt: String(authorization.dropFirst("bearer ".count)))
+            verdict = await verify(jwt: String(authorization.dropFirst("bearer ".count)))
             if case .valid(let iat) = verdict { book.withLock { $0.verified[authorization] = iat } }
         }
         switch verdict {
@@ -144,34 +144,25 @@ public final class FakeAPNs: Sendable {
         .json(status, ["reason": reason], headers: apnsId.map { ["apns-id": $0] } ?? [:])
     }
 
-    private enum Verdict { case valid(iat: Int), expired, invalid }
+    /// What APNs makes of a provider token: `iat` is the token's, in seconds since 1970.
+    public enum Verdict: Sendable, Equatable { case valid(iat: Int), expired, invalid }
 
-    private struct JWTHeader: Decodable { var alg: String; var kid: String? }
-    private struct JWTClaims: Decodable { var iss: String; var iat: Int }
-
-    /// ES256 over `header.claims` with the team's public key, the header's `kid`, the
-    /// claims' `iss`, and `iat` within the last hour.
-    private func verify(jwt: String) -> Verdict {
-        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerData = Base64URL.decode(parts[0]), let claimsData = Base64URL.decode(parts[1]),
-            let signatureData = Base64URL.decode(parts[2]),
-            let header = try? JSONDecoder().decode(JWTHeader.self, from: headerData),
-            let claims = try? JSONDecoder().decode(JWTClaims.self, from: claimsData),
-            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
-            let publicKey = try? P256.Signing.PublicKey(rawRepresentation: publicKeyRaw)
-        else { return .invalid }
-        guard header.alg == "ES256", header.kid == keyId, claims.iss == teamId,
-            publicKey.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
-        else { return .invalid }
-        let age = now().timeIntervalSince1970 - TimeInterval(claims.iat)
-        return age > 3600 ? .expired : .valid(iat: claims.iat)
+    /// The claims APNs reads from a provider token.
+    private struct ProviderClaims: JWTPayload {
+        var iss: IssuerClaim
+        var iat: IssuedAtClaim
+        func verify(using algorithm: some JWTAlgorithm) throws {}
     }
-}
 
-enum Base64URL {
-    static func decode(_ text: some StringProtocol) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
+    /// ES256 with the team's public key (jwt-kit), the header's `kid`, the claims' `iss`, and
+    /// `iat` within the last hour by this fake's clock: what every request's token goes through,
+    /// public so tests can check a token without sending it.
+    public func verify(jwt: String) async -> Verdict {
+        let check = await JWTCheck.es256(publicKey: publicKey, keyId: keyId)
+        guard let claims = await check.claims(of: jwt, as: ProviderClaims.self), claims.iss.value == teamId else {
+            return .invalid
+        }
+        let iat = Int(claims.iat.value.timeIntervalSince1970)
+        return now().timeIntervalSince1970 - TimeInterval(iat) > 3600 ? .expired : .valid(iat: iat)
     }
 }

@@ -1,7 +1,7 @@
 public import Foundation
-import Crypto
+import CryptoExtras
+import JWTKit
 import Synchronization
-import _CryptoExtras
 
 /// A stand-in for FCM HTTP v1 and Google's OAuth2 token endpoint. It makes its own service
 /// account (an RSA key), checks the RS256 assertion the sender signs with it
@@ -32,21 +32,23 @@ public final class FakeFCM: Sendable {
 
     public let projectId: String
     public let clientEmail = "sender@fleet-tests.iam.gserviceaccount.com"
+    /// The service account's key id (`private_key_id`), the assertion's `kid`.
+    public let privateKeyId = "fake-key-1"
     private let privateKeyPEM: String
-    private let publicKeyPEM: String
+    private let publicKey: JWTKit.Insecure.RSA.PublicKey
     private let book = Mutex(Book())
 
     public init(projectId: String = "fitcircle-test") throws {
         self.projectId = projectId
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         self.privateKeyPEM = key.pemRepresentation
-        self.publicKeyPEM = key.publicKey.pemRepresentation
+        self.publicKey = try JWTKit.Insecure.RSA.PublicKey(backing: key.publicKey)
     }
 
     /// The service-account JSON the sender is given, with `token_uri` at this fake.
     public func serviceAccountJSON(baseURL: String) -> String {
         let object: [String: String] = [
-            "type": "service_account", "project_id": projectId, "private_key_id": "fake-key-1", "private_key": privateKeyPEM,
+            "type": "service_account", "project_id": projectId, "private_key_id": privateKeyId, "private_key": privateKeyPEM,
             "client_email": clientEmail, "token_uri": baseURL + "/token",
         ]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
@@ -57,8 +59,8 @@ public final class FakeFCM: Sendable {
     public var delivered: [Delivered] { book.withLock { $0.delivered } }
     public var tokenRequests: Int { book.withLock { $0.tokenRequests } }
 
-    public func respond(_ request: FakeRequest) -> FakeResponse {
-        if request.method == "POST", request.path == "/token" { return issueToken(request) }
+    public func respond(_ request: FakeRequest) async -> FakeResponse {
+        if request.method == "POST", request.path == "/token" { return await issueToken(request) }
         let prefix = "/v1/projects/", suffix = "/messages:send"
         guard request.method == "POST", request.path.hasPrefix(prefix), request.path.hasSuffix(suffix) else {
             return error(404, "NOT_FOUND", code: nil)
@@ -94,9 +96,28 @@ public final class FakeFCM: Sendable {
         return .json(200, ["name": "projects/\(project)/messages/\(number)"])
     }
 
-    private struct Claims: Decodable { var iss: String; var scope: String; var aud: String; var iat: Int; var exp: Int }
+    /// The claims Google reads from a service-account assertion.
+    private struct AssertionClaims: JWTPayload {
+        var iss: IssuerClaim
+        var scope: String
+        var aud: AudienceClaim
+        var iat: IssuedAtClaim
+        var exp: ExpirationClaim
+        func verify(using algorithm: some JWTAlgorithm) throws {}
+    }
 
-    private func issueToken(_ request: FakeRequest) -> FakeResponse {
+    /// Whether the token endpoint takes `assertion`: RS256 with the service account's public key
+    /// and key id (jwt-kit), its e-mail as issuer, FCM's scope, the token endpoint as audience,
+    /// `exp` after `iat`. Public so tests can check an assertion without sending it.
+    public func accepts(assertion: String) async -> Bool {
+        let check = await JWTCheck.rs256(publicKey: publicKey, keyId: privateKeyId)
+        guard let claims = await check.claims(of: assertion, as: AssertionClaims.self) else { return false }
+        return claims.iss.value == clientEmail && claims.scope.contains("firebase.messaging")
+            && claims.aud.value.contains(where: { $0.hasSuffix("/token") }) && claims.exp.value > claims.iat.value
+    }
+
+    /// Checks the assertion (`accepts(assertion:)`) and hands out an access token.
+    private func issueToken(_ request: FakeRequest) async -> FakeResponse {
         let form = Dictionary(
             String(decoding: request.body, as: UTF8.self).split(separator: "&").map { pair -> (String, String) in
                 let parts = pair.split(separator: "=", maxSplits: 1)
@@ -105,16 +126,7 @@ public final class FakeFCM: Sendable {
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer", let assertion = form["assertion"] else {
             return .json(400, ["error": "unsupported_grant_type"])
         }
-        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let claimsData = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]),
-            let claims = try? JSONDecoder().decode(Claims.self, from: claimsData),
-            let publicKey = try? _RSA.Signing.PublicKey(pemRepresentation: publicKeyPEM),
-            publicKey.isValidSignature(
-                _RSA.Signing.RSASignature(rawRepresentation: signature), for: Data("\(parts[0]).\(parts[1])".utf8),
-                padding: .insecurePKCS1v1_5),
-            claims.iss == clientEmail, claims.scope.contains("firebase.messaging"), claims.aud.hasSuffix("/token"),
-            claims.exp > claims.iat
-        else { return .json(400, ["error": "invalid_grant"]) }
+        guard await accepts(assertion: assertion) else { return .json(400, ["error": "invalid_grant"]) }
         let token = "ya29.fake-" + UUID().uuidString
         book.withLock {
             $0.accessTokens.insert(token)

@@ -44,7 +44,7 @@ public final class FakeHTTPServer: Sendable {
     public var baseURL: String { "https://localhost:\(port)" }
 
     public static func start(
-        authority: TestCertificateAuthority, respond: @escaping @Sendable (FakeRequest) -> FakeResponse
+        authority: TestCertificateAuthority, respond: @escaping @Sendable (FakeRequest) async -> FakeResponse
     ) async throws -> FakeHTTPServer {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(authority.serverCertificatePEM.utf8), format: .pem))],
@@ -81,10 +81,10 @@ final class FakeRequestHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let respond: @Sendable (FakeRequest) -> FakeResponse
+    private let respond: @Sendable (FakeRequest) async -> FakeResponse
     private var request: FakeRequest?
 
-    init(respond: @escaping @Sendable (FakeRequest) -> FakeResponse) { self.respond = respond }
+    init(respond: @escaping @Sendable (FakeRequest) async -> FakeResponse) { self.respond = respond }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -97,13 +97,18 @@ final class FakeRequestHandler: ChannelInboundHandler {
         case .end:
             guard let request else { return }
             self.request = nil
-            let response = respond(request)
-            // Answered from a task of its own, after the read that brought the request is
-            // over: concurrent streams of one connection each get their answer flushed.
+            // Answered from a task of its own (a provider's checks, jwt-kit's among them, are
+            // async), written back on the stream's event loop after the answer's delay:
+            // concurrent streams of one connection each get their answer flushed.
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            context.eventLoop.scheduleTask(in: .milliseconds(Int64(response.delay * 1000))) {
-                let (handler, context) = loopBound.value
-                handler.write(response, context: context)
+            let eventLoop = context.eventLoop
+            let respond = self.respond
+            Task {
+                let response = await respond(request)
+                eventLoop.scheduleTask(in: .milliseconds(Int64(response.delay * 1000))) {
+                    let (handler, context) = loopBound.value
+                    handler.write(response, context: context)
+                }
             }
         }
     }

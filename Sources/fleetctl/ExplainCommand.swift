@@ -36,6 +36,14 @@ struct ExplainCommand: AsyncParsableCommand {
             the timer, what was delivered, and the state line the deciding rule read (e.g. "budget 3/3 used" \
             for P-BUD-1, the quiet hours for P-DND-1). Read the rule in POLICY.md first.
 
+            SENDS: under a decision that delivered, what the sender did with the delivery, from the \
+            user's partition of rin.sender.attempts, rin.sender.inbox (send.result) and \
+            rin.notify.receipts: each attempt (provider, device id, attempt number, the provider's \
+            answer: outcome, status, reason, its id) and the receipt of each channel (sent, failed, \
+            token_invalid, fell_back, skipped, expired), or why there is no receipt yet (not taken: \
+            the sender is not running or behind; waiting for an answer; still retrying). A fleet \
+            without those topics runs no sender: the header says so and explain works as before.
+
             --since and --until bound the steps shown by log time: an RFC 3339 time \
             (2026-11-21T09:00:00Z) or a span back from now (90m, 24h, 7d; -5h means 5h). Chains of intents \
             shown keep their decisions from outside the range. With --since the log and the outputs are \
@@ -52,8 +60,9 @@ struct ExplainCommand: AsyncParsableCommand {
             record|tick|other_user|missing, ...}, "outputs" [{"at", "topic", "record"}] and \
             "state_changes" [{"key", "before", "after"}]; an intent has "intent_id", "intent", \
             "arrival", "arrived_at", "final_outcome" and "links" [{"at", "step", \
-            "fired_by_timer", "decision", "delivery", "state"}] (a digest's decision has "kind" and \
-            no "intent_id"). Records are in their wire format.
+            "fired_by_timer", "decision", "delivery", "state", "sends"}] (a digest's decision has "kind" and \
+            no "intent_id"; "sends" is {"progress", "attempts", "receipts"} for a link with a delivery); \
+            "sender_missing_topics" names the sender topics the fleet lacks. Records are in their wire format.
 
             A user with nothing retained prints "no records for user U in this range" and exits \
             0; a missing topic or an unreachable broker exits 1 with the reason.

@@ -13,9 +13,11 @@ struct ProviderFakes {
     let servers: [FakeHTTPServer]
     let effect: ProviderEffect
 
-    static func start(requestTimeoutMs: Int = 2000) async throws -> ProviderFakes {
+    /// `now` is the clock the sender's credentials and the APNs fake read (a test's own clock
+    /// to walk through token lifetimes).
+    static func start(requestTimeoutMs: Int = 2000, now: @escaping @Sendable () -> Date = { Date() }) async throws -> ProviderFakes {
         let authority = try TestCertificateAuthority()
-        let apns = FakeAPNs(), fcm = try FakeFCM(), email = FakeEmailAPI()
+        let apns = FakeAPNs(now: now), fcm = try FakeFCM(), email = FakeEmailAPI()
         let apnsServer = try await FakeHTTPServer.start(authority: authority, respond: apns.respond)
         let fcmServer = try await FakeHTTPServer.start(authority: authority, respond: fcm.respond)
         let emailServer = try await FakeHTTPServer.start(authority: authority, respond: email.respond)
@@ -38,7 +40,7 @@ struct ProviderFakes {
             guard let text = files[path] else { throw CocoaError(.fileNoSuchFile) }
             return text
         }
-        let effect = try ProviderEffect(settings: settings, logger: Logger(label: "sender-tests"))
+        let effect = try ProviderEffect(settings: settings, logger: Logger(label: "sender-tests"), now: now)
         return ProviderFakes(
             authority: authority, apns: apns, fcm: fcm, email: email, servers: [apnsServer, fcmServer, emailServer], effect: effect)
     }

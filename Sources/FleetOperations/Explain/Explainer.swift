@@ -11,7 +11,9 @@ public enum Explainer {
     ///
     /// Every generation of the delivery worker's log that exists is read: 1 through the one the
     /// registry (`fleet.generations`) names, including one whose cutover is still in progress
-    /// (its log already holds the records carried over).
+    /// (its log already holds the records carried over). Then the sender's topics, for the
+    /// attempts and receipts of the deliveries shown (`SenderLog`; a fleet without the sender
+    /// has none, which is said, not an error).
     public static func explain(
         user: String, window: TimeWindow, profile: PolicyProfile, reader: FleetTopicReader
     ) async throws -> UserTimeline {
@@ -19,6 +21,8 @@ public enum Explainer {
         let log = try await UserLog.read(
             user: user, from: reader, generations: registry.entry(for: .delivery).generation, since: window.since,
             profile: profile)
-        return UserTimeline(log: log, window: window, profile: profile)
+        var timeline = UserTimeline(log: log, window: window, profile: profile)
+        timeline.sends = try await SenderLog.read(user: user, deliveryIds: timeline.deliveryIds, from: reader, since: window.since)
+        return timeline
     }
 }

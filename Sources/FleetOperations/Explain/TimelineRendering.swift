@@ -20,6 +20,7 @@ public enum TimelineRendering {
             ? "\(Topics.deliveryInbox) partition \(timeline.partition) of \(timeline.partitionCount)"
             : timeline.generations.map { "\($0.topic) partition \($0.partition) of \($0.partitionCount)" }.joined(separator: ", ")
         lines.append("user \(timeline.userId): \(logs), \(range), profile \(timeline.profileName)")
+        if let line = senderTopicsLine(timeline.sends) { lines.append(line) }
         guard !timeline.isEmpty else {
             lines.append("no records for user \(timeline.userId) in this range")
             return lines.joined(separator: "\n") + "\n"
@@ -58,6 +59,9 @@ public enum TimelineRendering {
                 if let delivery = link.delivery { line += ", delivered as \(delivery.notificationId): \(copy(delivery))" }
                 lines.append(line)
                 for fact in link.state { lines.append("                          state: \(fact.text)") }
+                if let sends = timeline.sends, let delivery = link.delivery {
+                    lines += sendLines(sends, delivery, indent: "                          send: ")
+                }
             }
         }
         return lines.joined(separator: "\n") + "\n"
@@ -148,10 +152,13 @@ public enum TimelineRendering {
     ///                 "input": {"kind": record|tick|other_user|missing, "record"?, "origin"?, "tick_id"?, "type"?, "detail"?},
     ///                 "outputs": [{"at", "topic", "record"}], "state_changes": [{"key", "before", "after"}]}],
     ///      "intents": [{"intent_id", "intent", "arrival", "arrived_at", "final_outcome",
-    ///                   "links": [{"at", "step", "fired_by_timer", "decision", "delivery", "state": [{"key", "text"}]}]}]}
+    ///                   "links": [{"at", "step", "fired_by_timer", "decision", "delivery", "state": [{"key", "text"}],
+    ///                              "sends": {"progress", "attempts", "receipts"} | null}]}],
+    ///      "sender_missing_topics": [topic] | null}
     ///
     /// Records appear in their wire format (the fields of DESIGN.md "Topics and records"); a link
-    /// about the digest an intent went into has a decision with `kind` and no `intent_id`.
+    /// about the digest an intent went into has a decision with `kind` and no `intent_id`. A link
+    /// with a delivery has its `sends` (`sendsJSON`) when the sender's topics were read.
     public static func json(_ timeline: UserTimeline) -> String {
         let document: JSONValue = .object([
             "user": .string(timeline.userId),
@@ -167,7 +174,8 @@ public enum TimelineRendering {
             "since": timeline.window.since.map { .string($0.rfc3339) } ?? .null,
             "until": timeline.window.until.map { .string($0.rfc3339) } ?? .null,
             "steps": .array(timeline.steps.map(stepJSON)),
-            "intents": .array(timeline.chains.map(chainJSON)),
+            "intents": .array(timeline.chains.map { chainJSON($0, sends: timeline.sends) }),
+            "sender_missing_topics": timeline.sends.map { .array($0.missingTopics.map(JSONValue.string)) } ?? .null,
         ])
         return json(document) + "\n"
     }
@@ -201,7 +209,7 @@ public enum TimelineRendering {
         }
     }
 
-    private static func chainJSON(_ chain: IntentChain) -> JSONValue {
+    private static func chainJSON(_ chain: IntentChain, sends: SendTrail?) -> JSONValue {
         .object([
             "intent_id": .string(chain.intentId),
             "intent": chain.intent.map { recordJSON(.intent($0)) } ?? .null,
@@ -216,6 +224,7 @@ public enum TimelineRendering {
                     "decision": recordJSON(.decision(link.decision)),
                     "delivery": link.delivery.map { recordJSON(.delivery($0)) } ?? .null,
                     "state": .array(link.state.map { .object(["key": .string($0.key), "text": .string($0.text)]) }),
+                    "sends": link.delivery.flatMap { delivery in sends.map { sendsJSON($0, delivery) } } ?? .null,
                 ])
             }),
         ])
@@ -230,7 +239,7 @@ public enum TimelineRendering {
     }
 
     /// A record as its wire JSON.
-    private static func recordJSON(_ record: FleetRecord) -> JSONValue {
+    static func recordJSON(_ record: FleetRecord) -> JSONValue {
         (try? JSONDecoder().decode(JSONValue.self, from: Data(RecordCodec.encode(record)))) ?? .null
     }
 

@@ -20,8 +20,14 @@ public struct UserTimeline: Hashable, Sendable {
     /// Every generation of the delivery worker's log read (one unless the worker migrated), with
     /// the user's partition of each; `partition` is the newest's.
     public var generations: [UserLog.LogGeneration]
+    /// What the sender did with the deliveries in `chains` (attempts, answers, receipts); nil
+    /// when the sender's topics were not read (a timeline built from a log in memory).
+    public var sends: SendTrail?
 
     public var isEmpty: Bool { steps.isEmpty }
+
+    /// The ids of the deliveries the chains show, whose sends an explanation reads.
+    public var deliveryIds: Set<String> { Set(chains.flatMap(\.links).compactMap(\.delivery?.id)) }
 }
 
 /// One fold step of the user's partition that concerned the user: one inbox record, with what
