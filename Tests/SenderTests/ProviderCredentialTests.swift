@@ -85,29 +85,29 @@ final class ManualClock: Sendable {
 
     @Test func anFCMAccessTokenIsCachedUntilAMinuteBeforeItExpires() async throws {
         let clock = ManualClock(Self.start)
-        let fakes = try await ProviderFakes.start(now: clock.read)
-        // The fake's tokens last 3599 s: replaced from 3539 s after they were issued.
-        #expect(await fakes.effect.perform(ProviderClientTests.attempt(.fcm, token: "t1")).outcome == .accepted)
-        clock.advance(by: 3539 - 1)
-        #expect(await fakes.effect.perform(ProviderClientTests.attempt(.fcm, token: "t2", id: "d1~push~phone~2")).outcome == .accepted)
-        #expect(fakes.fcm.tokenRequests == 1, "still cached a second before the margin")
-        clock.advance(by: 1)
-        #expect(await fakes.effect.perform(ProviderClientTests.attempt(.fcm, token: "t3", id: "d1~push~phone~3")).outcome == .accepted)
-        #expect(fakes.fcm.tokenRequests == 2, "fetched again a minute before expiry")
-        try await fakes.stop()
+        try await ProviderFakes.with(now: clock.read) { fakes in
+            // The fake's tokens last 3599 s: replaced from 3539 s after they were issued.
+            #expect(await fakes.effect.perform(ProviderClientTests.attempt(.fcm, token: "t1")).outcome == .accepted)
+            clock.advance(by: 3539 - 1)
+            #expect(await fakes.effect.perform(ProviderClientTests.attempt(.fcm, token: "t2", id: "d1~push~phone~2")).outcome == .accepted)
+            #expect(fakes.fcm.tokenRequests == 1, "still cached a second before the margin")
+            clock.advance(by: 1)
+            #expect(await fakes.effect.perform(ProviderClientTests.attempt(.fcm, token: "t3", id: "d1~push~phone~3")).outcome == .accepted)
+            #expect(fakes.fcm.tokenRequests == 2, "fetched again a minute before expiry")
+        }
     }
 
     @Test func theAPNsClientRenewsItsTokenOnItsOwnClock() async throws {
         let clock = ManualClock(Self.start)
-        let fakes = try await ProviderFakes.start(now: clock.read)
-        let steps: [TimeInterval] = [0, 39 * 60, 60, 39 * 60]
-        for (index, step) in steps.enumerated() {
-            clock.advance(by: step)
-            let result = await fakes.effect.perform(ProviderClientTests.attempt(.apns, token: "a1", id: "d1~push~phone~\(index + 1)"))
-            #expect(result.outcome == .accepted, "call \(index + 1): \(result.reason ?? "")")
+        try await ProviderFakes.with(now: clock.read) { fakes in
+            let steps: [TimeInterval] = [0, 39 * 60, 60, 39 * 60]
+            for (index, step) in steps.enumerated() {
+                clock.advance(by: step)
+                let result = await fakes.effect.perform(ProviderClientTests.attempt(.apns, token: "a1", id: "d1~push~phone~\(index + 1)"))
+                #expect(result.outcome == .accepted, "call \(index + 1): \(result.reason ?? "")")
+            }
+            let tokens = Set(fakes.apns.requests.compactMap { $0.header("authorization") })
+            #expect(tokens.count == 2, "one token for the first 40 minutes, a second after")
         }
-        let tokens = Set(fakes.apns.requests.compactMap { $0.header("authorization") })
-        #expect(tokens.count == 2, "one token for the first 40 minutes, a second after")
-        try await fakes.stop()
     }
 }

@@ -45,6 +45,26 @@ struct ProviderFakes {
             authority: authority, apns: apns, fcm: fcm, email: email, servers: [apnsServer, fcmServer, emailServer], effect: effect)
     }
 
+    /// Runs `body` with the fakes started and stops them whether `body` returns or throws: a
+    /// client left open traps in its deinit and would take the whole test process down with it.
+    /// The default request timeout is wide because these tests check answers, not speed, and
+    /// CI runs them next to the broker suites on two loaded cores.
+    static func with<Result>(
+        requestTimeoutMs: Int = 15_000, now: @escaping @Sendable () -> Date = { Date() },
+        _ body: (ProviderFakes) async throws -> Result
+    ) async throws -> Result {
+        let fakes = try await start(requestTimeoutMs: requestTimeoutMs, now: now)
+        let result: Result
+        do {
+            result = try await body(fakes)
+        } catch {
+            try? await fakes.stop()
+            throw error
+        }
+        try await fakes.stop()
+        return result
+    }
+
     func stop() async throws {
         try await effect.shutdown()
         for server in servers { try await server.stop() }

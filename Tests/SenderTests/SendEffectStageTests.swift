@@ -91,68 +91,68 @@ struct SendEffectStageTests {
 
     @Test func everyAttemptGetsOneCommittedAnswerInTheInbox() async throws {
         let broker = try await Broker.make()
-        let fakes = try await ProviderFakes.start()
-        fakes.apns.script("dead", [.unregistered])
-        try await broker.produce([
-            Self.encoded(ProviderClientTests.attempt(.apns, token: "a1", id: "d1~push~phone~1")),
-            Self.encoded(ProviderClientTests.attempt(.apns, token: "dead", id: "d2~push~phone~1")),
-            Self.encoded(ProviderClientTests.attempt(.email, token: "alex@example.com", id: "d3~email~mail~1")),
-            Self.encoded(ProviderClientTests.attempt(.fcm, token: "f1", id: "d4~push~pixel~1")),
-        ])
-        let stage = broker.stage(fakes.effect)
-        let running = Task { try await stage.run() }
-        let results = try Self.results(try await broker.read(broker.inbox, count: 4))
-        running.cancel()
-        _ = await running.result
-        let outcomes = Dictionary(uniqueKeysWithValues: results.map { ($0.attemptId, $0.outcome) })
-        #expect(outcomes == [
-            "d1~push~phone~1": .accepted, "d2~push~phone~1": .invalidToken, "d3~email~mail~1": .accepted,
-            "d4~push~pixel~1": .accepted,
-        ])
-        #expect(results.count == 4)
-        try await fakes.stop()
+        try await ProviderFakes.with { fakes in
+            fakes.apns.script("dead", [.unregistered])
+            try await broker.produce([
+                Self.encoded(ProviderClientTests.attempt(.apns, token: "a1", id: "d1~push~phone~1")),
+                Self.encoded(ProviderClientTests.attempt(.apns, token: "dead", id: "d2~push~phone~1")),
+                Self.encoded(ProviderClientTests.attempt(.email, token: "alex@example.com", id: "d3~email~mail~1")),
+                Self.encoded(ProviderClientTests.attempt(.fcm, token: "f1", id: "d4~push~pixel~1")),
+            ])
+            let stage = broker.stage(fakes.effect)
+            let running = Task { try await stage.run() }
+            let results = try Self.results(try await broker.read(broker.inbox, count: 4))
+            running.cancel()
+            _ = await running.result
+            let outcomes = Dictionary(uniqueKeysWithValues: results.map { ($0.attemptId, $0.outcome) })
+            #expect(outcomes == [
+                "d1~push~phone~1": .accepted, "d2~push~phone~1": .invalidToken, "d3~email~mail~1": .accepted,
+                "d4~push~pixel~1": .accepted,
+            ])
+            #expect(results.count == 4)
+        }
         await broker.delete()
     }
 
     @Test func aStageKilledBetweenTheCallAndTheCommitDoesNotSendTheEmailTwice() async throws {
         let broker = try await Broker.make()
-        let fakes = try await ProviderFakes.start()
-        try await broker.produce([Self.encoded(ProviderClientTests.attempt(.email, token: "alex@example.com", id: "d1~email~mail~1"))])
-        struct Killed: Error {}
-        let crashed = broker.stage(fakes.effect) { _ in throw Killed() }
-        await #expect(throws: Killed.self) { try await crashed.run() }
-        #expect(fakes.email.sent.count == 1, "the provider accepted the email before the crash")
+        try await ProviderFakes.with { fakes in
+            try await broker.produce([Self.encoded(ProviderClientTests.attempt(.email, token: "alex@example.com", id: "d1~email~mail~1"))])
+            struct Killed: Error {}
+            let crashed = broker.stage(fakes.effect) { _ in throw Killed() }
+            await #expect(throws: Killed.self) { try await crashed.run() }
+            #expect(fakes.email.sent.count == 1, "the provider accepted the email before the crash")
 
-        let restarted = broker.stage(fakes.effect)
-        let running = Task { try await restarted.run() }
-        let results = try Self.results(try await broker.read(broker.inbox, count: 1))
-        running.cancel()
-        _ = await running.result
-        #expect(results.map(\.outcome) == [.accepted])
-        #expect(fakes.email.requests == 2, "the restarted stage called again with the same Idempotency-Key")
-        #expect(fakes.email.sent.count == 1, "and the provider did not send a second email")
-        #expect(results.first?.providerId == fakes.email.sent.first?.id)
-        try await fakes.stop()
+            let restarted = broker.stage(fakes.effect)
+            let running = Task { try await restarted.run() }
+            let results = try Self.results(try await broker.read(broker.inbox, count: 1))
+            running.cancel()
+            _ = await running.result
+            #expect(results.map(\.outcome) == [.accepted])
+            #expect(fakes.email.requests == 2, "the restarted stage called again with the same Idempotency-Key")
+            #expect(fakes.email.sent.count == 1, "and the provider did not send a second email")
+            #expect(results.first?.providerId == fakes.email.sent.first?.id)
+        }
         await broker.delete()
     }
 
     @Test func aMalformedAttemptIsDeadLetteredAndTheRestGoOn() async throws {
         let broker = try await Broker.make()
-        let fakes = try await ProviderFakes.start()
-        try await broker.produce([
-            ("u1", Array(#"{"v":1,"type":"send.attempt","id":"x"}"#.utf8)),
-            Self.encoded(ProviderClientTests.attempt(.apns, token: "a1", id: "d1~push~phone~1")),
-        ])
-        let stage = broker.stage(fakes.effect)
-        let running = Task { try await stage.run() }
-        let dead = try await broker.read(broker.attempts + ".dlq", count: 1)
-        let results = try Self.results(try await broker.read(broker.inbox, count: 1))
-        running.cancel()
-        _ = await running.result
-        let error = dead.first?.headers.first { $0.name == "error" }?.value.map { String(decoding: $0, as: UTF8.self) }
-        #expect(error == "missing required field 'user_id'")
-        #expect(results.map(\.attemptId) == ["d1~push~phone~1"])
-        try await fakes.stop()
+        try await ProviderFakes.with { fakes in
+            try await broker.produce([
+                ("u1", Array(#"{"v":1,"type":"send.attempt","id":"x"}"#.utf8)),
+                Self.encoded(ProviderClientTests.attempt(.apns, token: "a1", id: "d1~push~phone~1")),
+            ])
+            let stage = broker.stage(fakes.effect)
+            let running = Task { try await stage.run() }
+            let dead = try await broker.read(broker.attempts + ".dlq", count: 1)
+            let results = try Self.results(try await broker.read(broker.inbox, count: 1))
+            running.cancel()
+            _ = await running.result
+            let error = dead.first?.headers.first { $0.name == "error" }?.value.map { String(decoding: $0, as: UTF8.self) }
+            #expect(error == "missing required field 'user_id'")
+            #expect(results.map(\.attemptId) == ["d1~push~phone~1"])
+        }
         await broker.delete()
     }
 }

@@ -22,77 +22,77 @@ import Testing
     }
 
     @Test func retryThenSuccess() async throws {
-        let fakes = try await ProviderFakes.start()
-        fakes.apns.script("a1", [.unavailable, .tooManyRequests(retryAfterSeconds: 60)])
-        var h = H(), done = 0
-        h.apply(H.device("phone", .ios, token: "a1"))
-        h.apply(H.delivery("d1"))
-        await Self.pump(&h, fakes, from: &done)
-        h.advance(by: .seconds(30))
-        await Self.pump(&h, fakes, from: &done)
-        #expect(h.attempts.count == 2 && h.receipts.isEmpty)
-        h.advance(by: .seconds(59))
-        await Self.pump(&h, fakes, from: &done)
-        #expect(h.attempts.count == 2, "Retry-After: 60 is honoured")
-        h.advance(by: .seconds(1))
-        await Self.pump(&h, fakes, from: &done)
-        #expect(h.receipts.map(\.status) == [.sent] && h.receipts[0].attempts == 3)
-        #expect(fakes.apns.delivered.count == 1)
-        try await fakes.stop()
+        try await ProviderFakes.with { fakes in
+            fakes.apns.script("a1", [.unavailable, .tooManyRequests(retryAfterSeconds: 60)])
+            var h = H(), done = 0
+            h.apply(H.device("phone", .ios, token: "a1"))
+            h.apply(H.delivery("d1"))
+            await Self.pump(&h, fakes, from: &done)
+            h.advance(by: .seconds(30))
+            await Self.pump(&h, fakes, from: &done)
+            #expect(h.attempts.count == 2 && h.receipts.isEmpty)
+            h.advance(by: .seconds(59))
+            await Self.pump(&h, fakes, from: &done)
+            #expect(h.attempts.count == 2, "Retry-After: 60 is honoured")
+            h.advance(by: .seconds(1))
+            await Self.pump(&h, fakes, from: &done)
+            #expect(h.receipts.map(\.status) == [.sent] && h.receipts[0].attempts == 3)
+            #expect(fakes.apns.delivered.count == 1)
+        }
     }
 
     /// Issue 17, "provider outage of minutes (backlog drains afterwards, nothing lost)".
     @Test func aBacklogBuiltDuringAnOutageDrainsAfterIt() async throws {
-        let fakes = try await ProviderFakes.start()
-        fakes.apns.setOutage(true)
-        var h = H(), done = 0
-        h.apply(H.device("phone", .ios, token: "a1"))
-        for index in 0..<20 { h.apply(H.delivery("d\(index)")) }
-        await Self.pump(&h, fakes, from: &done)
-        for _ in 0..<6 {  // twelve minutes of outage
-            h.advance(by: .minutes(2))
+        try await ProviderFakes.with { fakes in
+            fakes.apns.setOutage(true)
+            var h = H(), done = 0
+            h.apply(H.device("phone", .ios, token: "a1"))
+            for index in 0..<20 { h.apply(H.delivery("d\(index)")) }
             await Self.pump(&h, fakes, from: &done)
+            for _ in 0..<6 {  // twelve minutes of outage
+                h.advance(by: .minutes(2))
+                await Self.pump(&h, fakes, from: &done)
+            }
+            #expect(h.receipts.isEmpty && fakes.apns.delivered.isEmpty)
+            fakes.apns.setOutage(false)
+            for _ in 0..<4 {
+                h.advance(by: .minutes(5))
+                await Self.pump(&h, fakes, from: &done)
+            }
+            #expect(h.receipts.count == 20 && h.receipts.allSatisfy { $0.status == .sent })
+            #expect(Set(fakes.apns.delivered.map(\.collapseId)) == Set((0..<20).map { "d\($0)" }))
         }
-        #expect(h.receipts.isEmpty && fakes.apns.delivered.isEmpty)
-        fakes.apns.setOutage(false)
-        for _ in 0..<4 {
-            h.advance(by: .minutes(5))
-            await Self.pump(&h, fakes, from: &done)
-        }
-        #expect(h.receipts.count == 20 && h.receipts.allSatisfy { $0.status == .sent })
-        #expect(Set(fakes.apns.delivered.map(\.collapseId)) == Set((0..<20).map { "d\($0)" }))
-        try await fakes.stop()
     }
 
     @Test func aDeadTokenIsNeverUsedAgainAndTheOtherDeviceGetsIt() async throws {
-        let fakes = try await ProviderFakes.start()
-        fakes.apns.script("a1", [.unregistered])
-        var h = H(), done = 0
-        h.apply(H.device("ipad", .ios, token: "a1"))
-        h.apply(H.device("pixel", .android, token: "f1"))
-        h.apply(H.delivery("d1"))
-        await Self.pump(&h, fakes, from: &done)
-        #expect(h.receipts.map(\.status) == [.sent] && h.receipts[0].provider == .fcm)
-        #expect(h.invalidations.map(\.deviceId) == ["ipad"])
-        h.apply(H.delivery("d2"))
-        await Self.pump(&h, fakes, from: &done)
-        #expect(fakes.apns.requests.count == 1, "the dead token was tried once")
-        #expect(fakes.fcm.delivered.count == 2)
-        try await fakes.stop()
+        try await ProviderFakes.with { fakes in
+            fakes.apns.script("a1", [.unregistered])
+            var h = H(), done = 0
+            h.apply(H.device("ipad", .ios, token: "a1"))
+            h.apply(H.device("pixel", .android, token: "f1"))
+            h.apply(H.delivery("d1"))
+            await Self.pump(&h, fakes, from: &done)
+            #expect(h.receipts.map(\.status) == [.sent] && h.receipts[0].provider == .fcm)
+            #expect(h.invalidations.map(\.deviceId) == ["ipad"])
+            h.apply(H.delivery("d2"))
+            await Self.pump(&h, fakes, from: &done)
+            #expect(fakes.apns.requests.count == 1, "the dead token was tried once")
+            #expect(fakes.fcm.delivered.count == 2)
+        }
     }
 
     @Test func fallbackToEmailWhenEveryDeviceIsDead() async throws {
-        let fakes = try await ProviderFakes.start()
-        fakes.apns.script("a1", [.badDeviceToken])
-        var h = H(), done = 0
-        h.apply(H.settings(emailOptIn: true))
-        h.apply(H.device("phone", .ios, token: "a1"))
-        h.apply(H.device("mail", .email, token: "alex@example.com"))
-        h.apply(H.delivery("d1"))
-        await Self.pump(&h, fakes, from: &done)
-        #expect(h.receipts.map(\.status) == [.fellBack, .sent])
-        #expect(h.receipts.map(\.channel) == [.push, .email])
-        #expect(fakes.email.sent.map(\.to) == [["alex@example.com"]])
-        try await fakes.stop()
+        try await ProviderFakes.with { fakes in
+            fakes.apns.script("a1", [.badDeviceToken])
+            var h = H(), done = 0
+            h.apply(H.settings(emailOptIn: true))
+            h.apply(H.device("phone", .ios, token: "a1"))
+            h.apply(H.device("mail", .email, token: "alex@example.com"))
+            h.apply(H.delivery("d1"))
+            await Self.pump(&h, fakes, from: &done)
+            #expect(h.receipts.map(\.status) == [.fellBack, .sent])
+            #expect(h.receipts.map(\.channel) == [.push, .email])
+            #expect(fakes.email.sent.map(\.to) == [["alex@example.com"]])
+        }
     }
 }
