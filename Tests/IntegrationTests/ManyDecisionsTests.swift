@@ -21,10 +21,7 @@ struct ManyDecisionsTests {
         guard ProcessInfo.processInfo.environment["FLEET_SKIP_MILLION"] != "1" else { return }
         let fleet = try await FleetHarness.make(partitions: 1)
         defer { Task { await fleet.tearDown() } }
-        var configuration = KafkaConfiguration(bootstrapServers: fleet.bootstrap)
-        configuration["linger.ms"] = "20"
-        configuration["batch.num.messages"] = "10000"
-        let producer = try KafkaProducer(configuration: configuration)
+        let producer = try fleet.bulkProducer()
         let base = MillionRecordTests.base
         let chunk = 25_000
         for first in stride(from: 0, to: Self.decisions, by: chunk) {

@@ -26,10 +26,7 @@ struct ManyUsersReplayTests {
         let inbox = fleet.namespace.physical(Topics.deliveryInbox)
         let state = fleet.namespace.physical(Worker.delivery.stateTopic)
         let history = fleet.namespace.physical(Worker.delivery.historyTopic)
-        var configuration = KafkaConfiguration(bootstrapServers: fleet.bootstrap)
-        configuration["linger.ms"] = "20"
-        configuration["batch.num.messages"] = "10000"
-        let producer = try KafkaProducer(configuration: configuration)
+        let producer = try fleet.bulkProducer()
         _ = try await producer.send((0..<Self.records).map { offset in
             let at = MillionRecordTests.time(of: offset).millisecondsSinceEpoch
             return ProducerRecord(topic: inbox, partition: 0, key: nil, value: Array(#"{"v":1,"type":"tick","id":"t-\#(offset)"}"#.utf8), timestamp: at)

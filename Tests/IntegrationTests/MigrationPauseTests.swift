@@ -27,10 +27,7 @@ struct MigrationPauseTests {
         let inbox = fleet.namespace.physical(Topics.deliveryInbox)
         let state = fleet.namespace.physical(Worker.delivery.stateTopic)
         let history = fleet.namespace.physical(Worker.delivery.historyTopic)
-        var configuration = KafkaConfiguration(bootstrapServers: fleet.bootstrap)
-        configuration["linger.ms"] = "20"
-        configuration["batch.num.messages"] = "10000"
-        let producer = try KafkaProducer(configuration: configuration)
+        let producer = try fleet.bulkProducer()
         let base = MillionRecordTests.base
         for partition: Int32 in 0..<2 {
             _ = try await producer.send((0..<Self.ticksPerPartition).map { offset in

@@ -40,10 +40,7 @@ struct MillionRecordTests {
         let started = clock.now
         let inbox = fleet.namespace.physical(Topics.deliveryInbox)
         let state = fleet.namespace.physical(Worker.delivery.stateTopic)
-        var configuration = KafkaConfiguration(bootstrapServers: fleet.bootstrap)
-        configuration["linger.ms"] = "20"
-        configuration["batch.num.messages"] = "10000"
-        let producer = try KafkaProducer(configuration: configuration)
+        let producer = try fleet.bulkProducer()
         let chunk = 50_000
         for first in stride(from: 0, to: Self.records, by: chunk) {
             var batch: [ProducerRecord] = []
@@ -142,10 +139,7 @@ struct ManyUsersRefoldTests {
         let inbox = fleet.namespace.physical(Topics.deliveryInbox)
         let state = fleet.namespace.physical(Worker.delivery.stateTopic)
         let history = fleet.namespace.physical(Worker.delivery.historyTopic)
-        var configuration = KafkaConfiguration(bootstrapServers: fleet.bootstrap)
-        configuration["linger.ms"] = "20"
-        configuration["batch.num.messages"] = "10000"
-        let producer = try KafkaProducer(configuration: configuration)
+        let producer = try fleet.bulkProducer()
         // The user's two intents, at the last two offsets but one: one commit unit changed them twice.
         let unit: [Int64] = [Int64(Self.records - 3), Int64(Self.records - 2)]
         _ = try await producer.send((0..<Self.records).map { offset in
@@ -243,4 +237,15 @@ enum ChildProcess {
     }
 
     struct ChildProcessError: Error, CustomStringConvertible { var description: String }
+}
+
+extension FleetHarness {
+    /// A producer for filling a topic with hundreds of thousands of records in one go: large
+    /// batches and a short linger, so the set-up of the many-records suites takes seconds.
+    func bulkProducer() throws -> KafkaProducer {
+        var configuration = KafkaConfiguration(bootstrapServers: bootstrap)
+        configuration["linger.ms"] = "20"
+        configuration["batch.num.messages"] = "10000"
+        return try KafkaProducer(configuration: configuration)
+    }
 }
