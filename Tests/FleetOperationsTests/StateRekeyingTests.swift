@@ -84,6 +84,59 @@ struct StateRekeyingTests {
         }
     }
 
+    /// A state with a binary image, as every shipped worker's: what restore holds undecoded.
+    struct Tally: Codable, Hashable, Sendable, BinaryStateImage {
+        var n: UInt8
+        static let stateImageFormat: UInt32 = 1
+
+        init(n: UInt8) { self.n = n }
+
+        func binaryImage() -> [UInt8] { [0x08, 0x01, 0x10, n] }
+
+        init(binaryImage bytes: [UInt8]) throws(StateImageError) {
+            guard bytes.count == 4, bytes[0] == 0x08, bytes[2] == 0x10 else { throw StateImageError("not a tally image") }
+            try StateImageFormat.check(UInt32(bytes[1]), reads: Self.stateImageFormat, of: "tally")
+            n = bytes[3]
+        }
+    }
+
+    @Test("an image recorded with its wake-up moves as it is, wake-up included (the new generation restores it lazily); one without is decoded and written again")
+    func heldImagesMoveAsBytes() throws {
+        var log = Changelog()
+        let topic = Self.stateTopic
+        let wake = Timestamp(rfc3339: "2026-03-10T09:30:00Z")
+        log.append(ChangelogRecords.state(
+            userId: "ann", image: Tally(n: 1).binaryImage(), inputOffset: 0, wakeUp: .recorded(wake), topic: topic, partition: 0), partition: 0)
+        log.append(ChangelogRecords.state(
+            userId: "ann", image: Tally(n: 2).binaryImage(), inputOffset: 1, wakeUp: .recorded(nil), topic: topic, partition: 0), partition: 0)
+        log.append(ChangelogRecords.state(
+            userId: "ann", image: Tally(n: 3).binaryImage(), inputOffset: 2, wakeUp: .recorded(nil), topic: topic, partition: 0), partition: 0)
+        log.append(ChangelogRecords.state(userId: "bob", image: Tally(n: 7).binaryImage(), inputOffset: 0, topic: topic, partition: 1), partition: 1)
+        log.append(ChangelogRecords.state(
+            userId: "cy", image: Tally(n: 9).binaryImage(), inputOffset: 1, wakeUp: .recorded(wake), topic: topic, partition: 1), partition: 1)
+        log.cut(generation: 2, at: 2, partition: 0)  // ann's third image is past the cut
+        log.cut(generation: 2, at: 2, partition: 1)
+        var committed = StateRekeying.CommittedImages<Tally>(cuts: StateRekeying.cuts(in: log.messages, generation: 2))
+        for message in log.messages { try committed.add(message) }
+        #expect(committed.users == ["ann", "bob", "cy"])
+
+        func moved(_ user: String) throws -> (record: ProducerRecord, peek: ChangelogRecords.StatePeek) {
+            let record = try #require(try committed.changelogRecord(of: user, partitions: 8, topic: "x.delivery-worker.state.g2"))
+            #expect(record.partition == KeyPartitioner.partition(forKey: user, partitions: 8))
+            let peek = try #require(ChangelogRecords.peekState(record.value ?? []))
+            #expect(peek.inputOffset == ChangelogRecords.migratedInputOffset)
+            return (record, peek)
+        }
+        let ann = try moved("ann")
+        #expect(ann.peek.wakeUp == .recorded(nil) && Array((ann.record.value ?? [])[ann.peek.image]) == Tally(n: 2).binaryImage())
+        let cy = try moved("cy")
+        #expect(cy.peek.wakeUp == .recorded(wake) && Array((cy.record.value ?? [])[cy.peek.image]) == Tally(n: 9).binaryImage())
+        let bob = try moved("bob")
+        #expect(bob.peek.wakeUp == .unrecorded && Array((bob.record.value ?? [])[bob.peek.image]) == Tally(n: 7).binaryImage())
+        #expect(try committed.state(of: "ann") == Tally(n: 2) && committed.state(of: "bob") == Tally(n: 7))
+        #expect(try committed.state(of: "dan") == nil && committed.changelogRecord(of: "dan", partitions: 8, topic: "x") == nil)
+    }
+
     @Test("re-keyed states land on murmur2's partition under the new count at input offset -1, and restore as committed")
     func rekeyedRecords() throws {
         let users = (0..<40).map { "user-\($0)" }

@@ -54,7 +54,9 @@ struct MigrationPauseTests {
                         logTime: Timestamp(millisecondsSinceEpoch: base + offset * 1_000), inputTopic: Topics.deliveryInbox,
                         topic: history, partition: partition))
                 }
-                batch.append(ChangelogRecords.state(userId: user, image: image, inputOffset: last, topic: state, partition: partition))
+                // As the worker writes it: with the state's wake-up (an empty state has none).
+                batch.append(ChangelogRecords.state(
+                    userId: user, image: image, inputOffset: last, wakeUp: .recorded(nil), topic: state, partition: partition))
             }
             _ = try await producer.send(batch)
         }

@@ -300,20 +300,20 @@ public struct PartitionMigration: Sendable {
     }
 
     /// Writes the new changelog (`StateRekeying`): the old one streamed through the restore
-    /// rule, then each user's record made and sent 5 000 at a time in user id order, so what is
-    /// held is the committed states, not also every record made from them.
+    /// rule, keeping each user's image bytes as a restore does, then each user's record made and
+    /// sent 5 000 at a time in user id order, so what is held is the committed images.
     private func rekeyChangelog(
         reader: FleetTopicReader, old: GenerationTopics, cuts: [Int32: Int64], topic: String, producer: KafkaProducer
     ) async throws -> Rekeyed {
         func rekey<State: Codable & Hashable & Sendable>(_ type: State.Type) async throws -> Rekeyed {
-            var committed = StateRekeying.CommittedStates<State>(cuts: cuts)
+            var committed = StateRekeying.CommittedImages<State>(cuts: cuts)
             try await reader.stream(try await reader.beginnings(of: [old.state])) { message in try committed.add(message) }
             let users = committed.users
             let logTime = committed.logTime
             var batch: [ProducerRecord] = []
             for user in users {
-                guard let state = committed.state(of: user) else { continue }
-                batch.append(try StateRekeying.changelogRecord(user: user, state: state, partitions: partitions, topic: topic))
+                guard let record = try committed.changelogRecord(of: user, partitions: partitions, topic: topic) else { continue }
+                batch.append(record)
                 if batch.count >= 5000 {
                     _ = try await producer.send(batch)
                     batch.removeAll(keepingCapacity: true)

@@ -33,19 +33,29 @@ public enum StateRekeying {
     public static func committedStates<State: Codable & Hashable & Sendable>(
         in changelog: [KafkaMessage], cuts: [Int32: Int64], as _: State.Type
     ) throws -> (states: [String: State], logTime: Timestamp?) {
-        var committed = CommittedStates<State>(cuts: cuts)
+        var committed = CommittedImages<State>(cuts: cuts)
         for message in changelog.sorted(by: { ($0.partition, $0.offset) < ($1.partition, $1.offset) }) {
             try committed.add(message)
         }
-        return committed.result
+        var states: [String: State] = [:]
+        for user in committed.users {
+            states[user] = try committed.state(of: user)
+        }
+        return (states, committed.logTime)
     }
 
-    /// `committedStates`, one changelog record at a time (in offset order within each
-    /// partition; partitions may interleave), so a migration streams the old changelog instead
-    /// of holding it: memory grows with the users, not the records.
-    public struct CommittedStates<State: Codable & Hashable & Sendable> {
+    /// Every user's committed image at the cuts, read one changelog record at a time (in offset
+    /// order within each partition; partitions may interleave), as a restore reads them
+    /// (`StateRestorer.ImageCollector`): a migration streams the old changelog and holds each
+    /// user's image bytes, not the records nor decoded states.
+    ///
+    /// An image recorded with its wake-up moves to the new changelog as it is, wake-up
+    /// included, so the new generation restores it without decoding it; any other (JSON
+    /// envelopes, images of builds before lazy restore) is decoded and written again, one user at
+    /// a time.
+    public struct CommittedImages<State: Codable & Hashable & Sendable>: Sendable {
         public let cuts: [Int32: Int64]
-        private var partitions: [Int32: StateRestorer<State>.Builder] = [:]
+        private var partitions: [Int32: StateRestorer<State>.ImageCollector] = [:]
 
         public init(cuts: [Int32: Int64]) { self.cuts = cuts }
 
@@ -53,29 +63,50 @@ public enum StateRekeying {
             guard let cut = cuts[message.partition] else {
                 throw RekeyError(description: "partition \(message.partition) of \(message.topic) has no cut")
             }
-            partitions[message.partition, default: StateRestorer.Builder(committed: cut)]
-                .apply(try ChangelogRecords.entry(of: message, as: State.self))
+            try partitions[message.partition, default: StateRestorer.ImageCollector(committed: cut)].read(message)
         }
 
-        /// Every user's committed state and the latest log time of any partition.
-        public var result: (states: [String: State], logTime: Timestamp?) {
-            // A user lives on one old partition; log time never goes backwards, so the latest wins.
-            var states: [String: State] = [:]
-            for partition in partitions.values { states.merge(partition.states) { _, new in new } }
-            return (states, logTime)
+        /// Every user with a committed state, in id order, so a repeated re-key writes the same
+        /// records in the same order.
+        public var users: [String] {
+            var users = Set<String>()
+            for partition in partitions.values {
+                users.formUnion(partition.held.keys)
+                users.formUnion(partition.images.keys)
+            }
+            return users.sorted()
         }
 
-        /// Every user with a committed state, in id order: `result`'s users without a copy of
-        /// their states, for a migration that makes their records one at a time.
-        public var users: [String] { Set(partitions.values.flatMap(\.states.keys)).sorted() }
-
-        /// The user's committed state (`result.states[user]`).
-        public func state(of user: String) -> State? {
-            partitions.values.lazy.compactMap { $0.states[user] }.first
-        }
-
-        /// The latest log time of any partition.
+        /// The latest log time of any partition: log time never goes backwards, and every new
+        /// partition starts from it.
         public var logTime: Timestamp? { partitions.values.compactMap(\.logTime).max() }
+
+        /// The user's committed state, decoded.
+        public func state(of user: String) throws -> State? {
+            for (partition, collector) in partitions {
+                do {
+                    if let held = collector.held[user] { return try StateCoding.decode(held.image, as: State.self) }
+                    if let kept = collector.images[user] { return try kept.state(as: State.self) }
+                } catch {
+                    throw RekeyError(description: "partition \(partition): the state of user \(RecordError.quote(user)) does not decode: \(error)")
+                }
+            }
+            return nil
+        }
+
+        /// The user's record of the new changelog, on the user's new partition at input offset
+        /// -1 (nil: no committed state).
+        public func changelogRecord(of user: String, partitions count: Int, topic physical: String) throws -> ProducerRecord? {
+            for collector in partitions.values {
+                if let held = collector.held[user] {
+                    return ChangelogRecords.state(
+                        userId: user, image: held.image, inputOffset: ChangelogRecords.migratedInputOffset, wakeUp: .recorded(held.wakeUp),
+                        topic: physical, partition: KeyPartitioner.partition(forKey: user, partitions: count))
+                }
+            }
+            guard let state = try state(of: user) else { return nil }
+            return try StateRekeying.changelogRecord(user: user, state: state, partitions: count, topic: physical)
+        }
     }
 
     /// Whether `message` is a cut record (the only kind `cuts(in:generation:)` reads).

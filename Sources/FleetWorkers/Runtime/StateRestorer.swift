@@ -203,13 +203,13 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     /// A user's last committed image as read: a copy of the image (the only bytes of a record
     /// the restore copies), or the record read by the full reader (JSON envelopes of versions
     /// before binary images).
-    struct KeptImage: Sendable {
+    public struct KeptImage: Sendable {
         var image: [UInt8]
         /// The record's offset in the changelog partition, for errors.
-        var offset: Int64
+        public var offset: Int64
         var read: ChangelogRecords.StateImage?
 
-        func state(as _: State.Type) throws(StateImageError) -> State {
+        public func state(as _: State.Type) throws(StateImageError) -> State {
             if let read { return try ChangelogRecords.state(of: read, as: State.self) }
             return try StateCoding.decode(image, as: State.self)
         }
@@ -220,22 +220,26 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     /// time and the cut; the images it would decode are kept here instead, in `held` when the
     /// record carries the wake-up, else in `images` (decoded once read). A user is in one of
     /// the two, by its last committed record.
-    struct ImageCollector: Sendable {
+    ///
+    /// Public for a migration's re-key, which moves the same images to new partitions: held
+    /// images move as bytes with their wake-ups (the new generation restores them lazily too),
+    /// so it holds what a restore holds, not every user's decoded state.
+    public struct ImageCollector: Sendable {
         private var rule: Builder
-        var images: [String: KeptImage] = [:]
-        var held: [String: HeldStateImage] = [:]
+        public private(set) var images: [String: KeptImage] = [:]
+        public private(set) var held: [String: HeldStateImage] = [:]
         var recordsRead = 0
         /// The newest image format this build decodes (nil: `State` has no binary image, so
         /// nothing is held). A newer image is decoded at once, failing the restore as it names.
         private let readableFormat: UInt32?
 
-        init(committed: Int64?) {
+        public init(committed: Int64?) {
             rule = Builder(committed: committed)
             readableFormat = (State.self as? any BinaryStateImage.Type)?.stateImageFormat
         }
 
-        var logTime: Timestamp? { rule.logTime }
-        var cut: (generation: Int, committedOffset: Int64)? { rule.cut }
+        public var logTime: Timestamp? { rule.logTime }
+        public var cut: (generation: Int, committedOffset: Int64)? { rule.cut }
 
         /// Reads one record lent by the restore's reader: a state record costs its key and, when
         /// committed, a copy of its image; anything else is copied and read in full.
@@ -247,7 +251,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         }
 
         /// `read` of a record already copied.
-        mutating func read(_ message: KafkaMessage) throws {
+        public mutating func read(_ message: KafkaMessage) throws {
             let isState = message.header(ChangelogRecords.kindHeader).map { $0.elementsEqual(ChangelogRecords.stateKindBytes) } ?? false
             try (message.key ?? []).withUnsafeBytes { key in
                 try (message.value ?? []).withUnsafeBytes { value in
