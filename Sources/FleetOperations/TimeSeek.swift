@@ -112,6 +112,23 @@ extension FleetTopicReader {
     }
 
     /// A reader's consumer configuration: no group membership, nothing committed.
+    /// The first offset the brokers still hold of a logical partition (its log start, the low
+    /// watermark): above 0 only when retention (or delete-records) removed older records. The
+    /// first offset a read-committed reader sees can be higher without that, because an aborted
+    /// transaction's records and its marker occupy the offsets before it.
+    public func logStart(of partition: TopicPartition) async throws -> Int64 {
+        let consumer = try KafkaConsumer(configuration: readerConfiguration(purpose: "log-start"))
+        do {
+            let marks = try await consumer.queryWatermarks(
+                TopicPartition(namespace.physical(partition.topic), partition.partition), timeout: timeout)
+            await consumer.close()
+            return marks.low
+        } catch {
+            await consumer.close()
+            throw error
+        }
+    }
+
     func readerConfiguration(purpose: String) -> KafkaConfiguration {
         var configuration = configuration
         configuration["group.id"] = "fleetctl-\(purpose)-\(UUID().uuidString.prefix(8))"

@@ -44,3 +44,15 @@ import Testing
         }
     }
 }
+
+/// When replay says history retention bounds how far back it can start (issue 13: not after an
+/// aborted first transaction).
+struct HistoryRetentionTests {
+    @Test("an aborted first transaction (first record read above 0, log start 0) is not retention; a log start above 0 is, and names it")
+    func abortedFirstTransactionIsNotRetention() {
+        #expect(HistoryRetention.cut(firstRead: 3, logStart: 0) == nil)
+        #expect(HistoryRetention.cut(firstRead: 0, logStart: 0) == nil)
+        #expect(HistoryRetention.cut(firstRead: 120, logStart: 100) == 100)
+        #expect(HistoryRetention.cut(firstRead: 100, logStart: 100) == 100)
+    }
+}

@@ -103,6 +103,10 @@ struct ReplayTests {
         #expect(identical, "\(text)")
         #expect(text.contains("identical"))
         #expect(report.range.from > 0 && report.recordsReplayed > 0)
+        // Nothing was deleted from the history: its log start is 0 (`HistoryRetention`).
+        let reader = FleetTopicReader(
+            configuration: KafkaConfiguration(bootstrapServers: recording.fleet.bootstrap), namespace: recording.fleet.namespace)
+        #expect(try await reader.logStart(of: TopicPartition(Worker.delivery.historyTopic, partition)) == 0)
         // Something was compared, including budget suppressions decided from restored state.
         guard case .comparison(let comparison) = report.verdict else { Issue.record("expected a comparison"); return }
         let compared = comparison.compared, replayedCount = report.recordsReplayed

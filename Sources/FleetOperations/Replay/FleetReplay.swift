@@ -207,9 +207,11 @@ public struct FleetReplay: Sendable {
                 builder.add(entry)
             }
             let unknown = builder.usersWithoutImage
-            if let begins = historyBegins, begins > 0, !unknown.isEmpty {
+            if !unknown.isEmpty, let begins = historyBegins, begins > 0,
+               let cut = HistoryRetention.cut(
+                   firstRead: begins, logStart: try await rangeReader.reader.logStart(of: TopicPartition(topics.history, partition))) {
                 throw ReplayError(
-                    "\(topics.history)[\(partition)] begins at offset \(begins) (older records were deleted by retention), and no image older than offset \(base.base) of \(topics.folded) is left for \(unknown.count) user(s) the range changes (\(unknown.prefix(3).joined(separator: ", "))\(unknown.count > 3 ? ", ..." : "")): history retention bounds how far back a replay can start; replay a later range")
+                    "\(topics.history)[\(partition)] begins at offset \(cut) (older records were deleted by retention), and no image older than offset \(base.base) of \(topics.folded) is left for \(unknown.count) user(s) the range changes (\(unknown.prefix(3).joined(separator: ", "))\(unknown.count > 3 ? ", ..." : "")): history retention bounds how far back a replay can start; replay a later range")
             }
 
             let checkpoint = builder.checkpointOffset
