@@ -28,7 +28,16 @@ struct ExplainSendsTests {
         let reader = FleetTopicReader(
             configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60))
 
-        // A fleet without the sender: explain works, and says so.
+        // A fleet without the sender (the harness creates every fleet topic, the sender's too):
+        // explain works, and says so.
+        let admin = try fleet.admin()
+        let senderTopics = SendTrail.topics.map(fleet.namespace.physical)
+        try await admin.deleteTopics(senderTopics)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await !admin.partitionCounts(topics: senderTopics).values.allSatisfy({ $0 == 0 }) {
+            try #require(ContinuousClock.now < deadline, "the sender's topics were not deleted")
+            try await Task.sleep(for: .milliseconds(200))
+        }
         let deliveries = try await deliveredInOrder(reader: reader)
         try #require(deliveries.count == 3, "b1–b3 are delivered (P-BUD-1 budget 3)")
         let bare = try await Explainer.explain(user: Self.user, window: .all, profile: Self.profile, reader: reader)
@@ -39,8 +48,7 @@ struct ExplainSendsTests {
             "delivered as \(deliveries[0].notificationId)", "send: no receipt: no sender in this fleet",
         ])
 
-        try await fleet.admin().createTopics(SendTrail.topics.map { NewTopic(name: fleet.namespace.physical($0), partitions: 2) })
-        defer { Task { try? await fleet.admin().deleteTopics(SendTrail.topics.map(fleet.namespace.physical)) } }
+        try await admin.createTopics(senderTopics.map { NewTopic(name: $0, partitions: 2) })
         let untaken = try await Explainer.explain(user: Self.user, window: .all, profile: Self.profile, reader: reader)
         #expect(untaken.sends?.missingTopics == [])
         #expect(TimelineRendering.text(untaken).contains("send: no receipt yet: the sender has not taken this delivery (not running, or behind)"))
