@@ -168,3 +168,18 @@ struct InMemoryDeliveryWorker {
             timestamp: timestamp.millisecondsSinceEpoch, timestampType: .createTime)
     }
 }
+
+extension ExplainScenario {
+    /// Produces the entries to the inbox partition in order: the users' records by key, ticks
+    /// (no key) explicitly to the partition, as the worker's own tick writer does.
+    static func produce(_ entries: [Entry], to partition: Int32, in fleet: FleetHarness) async throws {
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        _ = try await producer.send(entries.map { entry in
+            ProducerRecord(
+                topic: fleet.namespace.physical(Topics.deliveryInbox), partition: partition,
+                key: entry.key.map { Array($0.utf8) }, value: RecordCodec.encode(entry.record),
+                timestamp: entry.time.millisecondsSinceEpoch)
+        })
+        await producer.close()
+    }
+}

@@ -23,7 +23,7 @@ struct ExplainSendsTests {
         let worker = try fleet.start(.delivery, ExplainScenario.engine)
         defer { worker.cancel() }
         let partition = KeyPartitioner.partition(forKey: Self.user, partitions: 2)
-        try await produceInbox(ExplainScenario.budgetDay(), to: partition, in: fleet)
+        try await ExplainScenario.produce(ExplainScenario.budgetDay(), to: partition, in: fleet)
         #expect(try await fleet.records(Topics.decisions, count: 4, timeout: .seconds(60)).count == 4)
         let reader = FleetTopicReader(
             configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60))
@@ -157,16 +157,5 @@ struct ExplainSendsTests {
             userId: attempt.userId, attemptId: attempt.id, deliveryId: attempt.deliveryId, deviceId: attempt.deviceId,
             provider: attempt.provider, outcome: outcome, status: status, reason: reason, providerId: providerId,
             retryAfterMs: retryAfterMs)
-    }
-
-    private func produceInbox(_ entries: [ExplainScenario.Entry], to partition: Int32, in fleet: FleetHarness) async throws {
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
-        _ = try await producer.send(entries.map { entry in
-            ProducerRecord(
-                topic: fleet.namespace.physical(Topics.deliveryInbox), partition: partition,
-                key: entry.key.map { Array($0.utf8) }, value: RecordCodec.encode(entry.record),
-                timestamp: entry.time.millisecondsSinceEpoch)
-        })
-        await producer.close()
     }
 }

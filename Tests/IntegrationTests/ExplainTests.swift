@@ -280,8 +280,8 @@ struct ExplainBrokerTests {
         let budgetPartition = KeyPartitioner.partition(forKey: budgetUser, partitions: 2)
         let quietPartition = KeyPartitioner.partition(forKey: quietUser, partitions: 2)
         try #require(budgetPartition != quietPartition)
-        try await produce(ExplainScenario.budgetDay(), to: budgetPartition, in: fleet)
-        try await produce(ExplainScenario.quietNight(), to: quietPartition, in: fleet)
+        try await ExplainScenario.produce(ExplainScenario.budgetDay(), to: budgetPartition, in: fleet)
+        try await ExplainScenario.produce(ExplainScenario.quietNight(), to: quietPartition, in: fleet)
         // b1–b4 and q1 deferred, then delivered.
         #expect(try await fleet.records(Topics.decisions, count: 6, timeout: .seconds(60)).count == 6)
 
@@ -329,7 +329,7 @@ struct ExplainBrokerTests {
         defer { worker.cancel() }
         let user = ExplainScenario.budgetUser
         let partition = KeyPartitioner.partition(forKey: user, partitions: 2)
-        try await produce(ExplainScenario.budgetDay(), to: partition, in: fleet)
+        try await ExplainScenario.produce(ExplainScenario.budgetDay(), to: partition, in: fleet)
         let inMemory = ExplainScenario.log(user: user, entries: ExplainScenario.budgetDay(), partition: partition)
         let decisions = inMemory.outputs.filter { $0.topic == Topics.decisions }.count
         #expect(try await fleet.records(Topics.decisions, count: decisions, timeout: .seconds(60)).count == decisions)
@@ -352,18 +352,6 @@ struct ExplainBrokerTests {
         #expect(TimelineRendering.text(timeline) == TimelineRendering.text(expected))
     }
 
-    /// Produces the entries to the inbox partition in order: the users' records by key, ticks
-    /// (no key) explicitly to the partition, as the worker's own tick writer does.
-    private func produce(_ entries: [ExplainScenario.Entry], to partition: Int32, in fleet: FleetHarness) async throws {
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
-        _ = try await producer.send(entries.map { entry in
-            ProducerRecord(
-                topic: fleet.namespace.physical(Topics.deliveryInbox), partition: partition,
-                key: entry.key.map { Array($0.utf8) }, value: RecordCodec.encode(entry.record),
-                timestamp: entry.time.millisecondsSinceEpoch)
-        })
-        await producer.close()
-    }
 }
 
 extension UserTimeline {
