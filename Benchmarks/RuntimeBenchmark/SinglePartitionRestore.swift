@@ -39,13 +39,64 @@ enum SinglePartitionRestore {
         var foldSeconds: Double
         /// States decoded at restore (the rest held as images).
         var decoded: Int
+        /// The users the restore sized its tables for (`StateRestorer.Sizing`).
+        var sizedFor: Int?
         /// Resident bytes the process grew by over the restore, per user (states or held images,
         /// timers; an upper bound, see `residentBytes`).
         var heapBytesPerUser: Double
         /// The same records read as the restore before issue 13 read them: every record decoded
         /// (`ChangelogRecords.entry`), into `StateRestorer.Builder`.
         var everyRecordSeconds: Double
+        /// The same partition read by `KafkaPartitionReader` doing nothing with a record (the
+        /// floor of a restore's read), and doing only what a restore does before it keeps an
+        /// image (kind header, `peekState`): what the rest of `readSeconds` is spent on.
+        var floor: ReadFloor?
         var statesPerSecond: Double { Double(users) / seconds }
+
+        func printed() {
+            print(String(
+                format: "RESULT restore_1p images=%@ users=%d decoded=%d sized_for=%d changelog_records=%d bytes_per_record=%.1f secs=%.3f read_secs=%.3f fold_secs=%.3f states_per_s=%.0f cpu_secs=%.2f rss_growth_bytes_per_user=%.0f every_record_reader_secs=%.3f every_record_reader_states_per_s=%.0f",
+                variant.rawValue, users, decoded, sizedFor ?? -1, records, Double(bytes) / Double(records), seconds, readSeconds,
+                foldSeconds, statesPerSecond, cpuSeconds, heapBytesPerUser, everyRecordSeconds, Double(users) / everyRecordSeconds))
+            if let floor {
+                print(String(
+                    format: "RESULT restore_1p_read_floor images=%@ records=%d count_only_secs=%.3f count_only_records_per_s=%.0f header_and_peek_secs=%.3f",
+                    variant.rawValue, records, floor.countSeconds, Double(records) / floor.countSeconds, floor.peekSeconds))
+            }
+        }
+    }
+
+    struct ReadFloor {
+        var countSeconds: Double
+        var peekSeconds: Double
+    }
+
+    /// Reads `topic`'s partition 0 up to `end` twice with the restore's reader: counting records,
+    /// then looking at each record's kind header and peeking its state envelope.
+    static func readFloor(topic: String, end: Int64, brokers: String, namespace: TopicNamespace, logger: Logger) async throws -> ReadFloor {
+        let configuration = KafkaConfiguration(properties: [
+            "bootstrap.servers": brokers, "group.id": namespace.prefix + "restore-bench-floor",
+        ])
+        var started = ContinuousClock.now
+        let counted = try await KafkaPartitionReader.read(
+            TopicPartition(topic, 0), from: KafkaConsumer.beginning, until: end, configuration: configuration, timeout: .seconds(600),
+            logger: logger, into: 0
+        ) { count, _ in count += 1 }
+        let countSeconds = (ContinuousClock.now - started).seconds
+        started = ContinuousClock.now
+        let peeked = try await KafkaPartitionReader.read(
+            TopicPartition(topic, 0), from: KafkaConsumer.beginning, until: end, configuration: configuration, timeout: .seconds(600),
+            logger: logger, into: 0
+        ) { count, record in
+            if record.header(ChangelogRecords.kindHeader) != nil, let value = record.value, ChangelogRecords.peekState(value) != nil {
+                count += 1
+            }
+        }
+        let peekSeconds = (ContinuousClock.now - started).seconds
+        guard Int64(counted) == end, peeked > 0 else {
+            throw BenchmarkOptions.Invalid(description: "the floor reads saw \(counted) records (\(peeked) states) of \(end)")
+        }
+        return ReadFloor(countSeconds: countSeconds, peekSeconds: peekSeconds)
     }
 
     /// Up to `limit` distinct states the engine reaches on `inbox`.
@@ -61,11 +112,11 @@ enum SinglePartitionRestore {
     }
 
     static func run(
-        users: Int, variant: Variant, pool: [DeliveryState], engine: DeliveryEngine, brokers: String, namespace: TopicNamespace,
-        admin: KafkaAdmin, logger: Logger
+        users: Int, variant: Variant, sized: Bool = true, pool: [DeliveryState], engine: DeliveryEngine, brokers: String,
+        namespace: TopicNamespace, admin: KafkaAdmin, logger: Logger
     ) async throws -> Result {
         let encoding = variant.encoding
-        let topic = namespace.physical("restore-bench-\(variant.rawValue).state")
+        let topic = namespace.physical("restore-bench-\(variant.rawValue)\(sized ? "" : "-unsized").state")
         try await admin.createTopics([NewTopic(name: topic, partitions: 1)])
         defer { Task { try? await admin.deleteTopics([topic]) } }
         let images = try pool.map { try StateCoding.encode($0, as: encoding) }
@@ -97,12 +148,18 @@ enum SinglePartitionRestore {
         }
         try await send(0..<users, step: 2, salt: 7)
         try await send(0..<users, step: 1, salt: 0)
+        // The last commit unit's position, counting the partition's users, as the runtime writes it.
+        let position = ChangelogRecords.position(
+            logTime: Timestamp(millisecondsSinceEpoch: 1_795_000_000_000), inputOffset: ChangelogRecords.migratedInputOffset,
+            users: users, topic: topic, partition: 0)
+        _ = try await producer.send([position])
+        records += 1
 
         let restorer = StateRestorer<DeliveryState>(
             consumerConfiguration: KafkaConfiguration(properties: [
                 "bootstrap.servers": brokers, "group.id": namespace.prefix + "restore-bench",
             ]),
-            stateTopic: topic, timeout: .seconds(600), logger: logger)
+            stateTopic: topic, timeout: .seconds(600), sizing: sized ? .init() : .init(threshold: .max), logger: logger)
         let heapBefore = residentBytes()
         let started = ContinuousClock.now
         let cpuStarted = processCPUSeconds()
@@ -125,11 +182,15 @@ enum SinglePartitionRestore {
             throw BenchmarkOptions.Invalid(description: "restored \(states) of \(users) users from \(topic)")
         }
 
+        let floor = ProcessInfo.processInfo.environment["READ_FLOOR"] == "0" ? nil
+            : try await readFloor(topic: topic, end: Int64(records), brokers: brokers, namespace: namespace, logger: logger)
+
         // The reader before issue 13: one consumer, every record decoded in full.
         guard ProcessInfo.processInfo.environment["EVERY_RECORD"] != "0" else {
             return Result(
                 variant: variant, users: users, records: records, bytes: bytes, seconds: seconds, readSeconds: readSeconds,
-                cpuSeconds: cpuSeconds, foldSeconds: foldSeconds, decoded: partition.states.count, heapBytesPerUser: heapBytesPerUser, everyRecordSeconds: .nan)
+                cpuSeconds: cpuSeconds, foldSeconds: foldSeconds, decoded: partition.states.count, sizedFor: partition.sizedFor, heapBytesPerUser: heapBytesPerUser,
+                everyRecordSeconds: .nan, floor: floor)
         }
         let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": brokers, "group.id": namespace.prefix + "restore-bench-old", "enable.partition.eof": "false",
@@ -152,6 +213,7 @@ enum SinglePartitionRestore {
         }
         return Result(
             variant: variant, users: users, records: records, bytes: bytes, seconds: seconds, readSeconds: readSeconds,
-            cpuSeconds: cpuSeconds, foldSeconds: foldSeconds, decoded: partition.states.count, heapBytesPerUser: heapBytesPerUser, everyRecordSeconds: everyRecordSeconds)
+            cpuSeconds: cpuSeconds, foldSeconds: foldSeconds, decoded: partition.states.count, sizedFor: partition.sizedFor, heapBytesPerUser: heapBytesPerUser, everyRecordSeconds: everyRecordSeconds,
+            floor: floor)
     }
 }

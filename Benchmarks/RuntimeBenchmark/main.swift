@@ -145,16 +145,16 @@ func measure() async throws {
         let pool = try SinglePartitionRestore.statePool(inbox)
         let variants = (ProcessInfo.processInfo.environment["RESTORE_IMAGES"] ?? "json binary-eager binary")
             .split(separator: " ").compactMap { SinglePartitionRestore.Variant(rawValue: String($0)) }
+        // RESTORE_SIZING="sized unsized" also restores with `StateRestorer.Sizing` off, in the same run.
+        let sizings = (ProcessInfo.processInfo.environment["RESTORE_SIZING"] ?? "sized").split(separator: " ").map { $0 != "unsized" }
         for variant in variants {
-            note("restoring \(options.restoreUsers) users from one partition, \(variant.rawValue) images (\(pool.count) distinct states)")
-            let result = try await SinglePartitionRestore.run(
-                users: options.restoreUsers, variant: variant, pool: pool, engine: DeliveryEngine(profile: profile),
-                brokers: options.brokers, namespace: namespace, admin: admin, logger: logger)
-            print(String(
-                format: "RESULT restore_1p images=%@ users=%d decoded=%d changelog_records=%d bytes_per_record=%.1f secs=%.3f read_secs=%.3f fold_secs=%.3f states_per_s=%.0f cpu_secs=%.2f rss_growth_bytes_per_user=%.0f every_record_reader_secs=%.3f every_record_reader_states_per_s=%.0f",
-                variant.rawValue, result.users, result.decoded, result.records, Double(result.bytes) / Double(result.records),
-                result.seconds, result.readSeconds, result.foldSeconds, result.statesPerSecond, result.cpuSeconds, result.heapBytesPerUser,
-                result.everyRecordSeconds, Double(result.users) / result.everyRecordSeconds))
+            for sized in sizings {
+                note("restoring \(options.restoreUsers) users from one partition, \(variant.rawValue) images (\(pool.count) distinct states)\(sized ? "" : ", tables not sized")")
+                let result = try await SinglePartitionRestore.run(
+                    users: options.restoreUsers, variant: variant, sized: sized, pool: pool, engine: DeliveryEngine(profile: profile),
+                    brokers: options.brokers, namespace: namespace, admin: admin, logger: logger)
+                result.printed()
+            }
         }
     }
 

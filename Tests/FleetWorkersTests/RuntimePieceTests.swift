@@ -76,6 +76,27 @@ struct RuntimePieceTests {
         #expect(throws: ChangelogRecords.ReadError.self) { try ChangelogRecords.entry(of: broken, as: Counter.self) }
     }
 
+    @Test("a position record counts the partition's users for a restore to size its tables; one without the count (builds before, a migration's) reads as unknown")
+    func positionCountsUsers() throws {
+        let time = Timestamp.at("2026-11-21T09:00:00Z")
+        let counted = message(ChangelogRecords.position(logTime: time, inputOffset: 7, users: 42, topic: "s", partition: 0), offset: 0)
+        let uncounted = message(ChangelogRecords.position(logTime: time, inputOffset: 7, topic: "s", partition: 0), offset: 1)
+        guard case .position(7, time, 42) = try ChangelogRecords.controlEntry(of: counted),
+              case .position(7, time, nil) = try ChangelogRecords.controlEntry(of: uncounted)
+        else { Issue.record("positions did not read back"); return }
+        // The generic reader reads both as before.
+        for record in [counted, uncounted] {
+            guard case .position(7, time) = try ChangelogRecords.entry(of: record, as: Counter.self) else {
+                Issue.record("not a position"); return
+            }
+        }
+        // A state record is not a control entry.
+        let state = message(ChangelogRecords.state(
+            userId: "u", image: try StateCoding.encode(Counter(count: 1, note: "")), inputOffset: 1, wakeUp: .unrecorded,
+            topic: "s", partition: 0), offset: 2)
+        #expect(throws: ChangelogRecords.ReadError.self) { try ChangelogRecords.controlEntry(of: state) }
+    }
+
     @Test("the history record holds before, after and the input's coordinates; binary now, JSON as versions before wrote it, both read back")
     func historyRecord() throws {
         let input = SourceCoordinates(topic: "rin.delivery.inbox", partition: 3, offset: 99)
@@ -162,7 +183,7 @@ struct RuntimePieceTests {
             ("new-only", state("c1"), 5, .recorded(nil)),
             ("uncommitted-new", state("d1"), 6, .unrecorded), ("uncommitted-new", state("d2"), 12, .recorded(t)),
         ]
-        var collector = StateRestorer<ScoreState>.ImageCollector(committed: 10)
+        var collector = ChangelogImages(committed: 10, decoding: ScoreState.self)
         for (offset, (user, value, inputOffset, wakeUp)) in records.enumerated() {
             let record = ChangelogRecords.state(
                 userId: user, image: try StateCoding.encode(value), inputOffset: inputOffset, wakeUp: wakeUp, topic: "s", partition: 0)
@@ -176,7 +197,7 @@ struct RuntimePieceTests {
 
         // An image of a format newer than this build reads is not held: decoded at once, it
         // stops the restore naming the format, as before lazy restore.
-        var newer = StateRestorer<ScoreState>.ImageCollector(committed: 10)
+        var newer = ChangelogImages(committed: 10, decoding: ScoreState.self)
         try newer.read(message(ChangelogRecords.state(
             userId: "newer", image: [0x08, 99], inputOffset: 1, wakeUp: .recorded(t), topic: "s", partition: 0), offset: 0))
         #expect(newer.held.isEmpty && newer.images["newer"] != nil)
@@ -192,7 +213,7 @@ struct RuntimePieceTests {
         let state = Hashes(hash: UInt64.max - 12_345)
         let image = try StateCoding.encode(state)
         let record = ChangelogRecords.legacyJSONState(userId: "u", stateJSON: image, inputOffset: 0, topic: "s", partition: 0)
-        var collector = StateRestorer<Hashes>.ImageCollector(committed: 1)
+        var collector = ChangelogImages(committed: 1, decoding: Hashes.self)
         try collector.read(message(record, offset: 0))
         let restored = try await StateRestorer<Hashes>.decode([0: collector])
         #expect(restored[0]?["u"] == state)

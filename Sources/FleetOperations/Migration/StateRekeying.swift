@@ -46,7 +46,7 @@ public enum StateRekeying {
 
     /// Every user's committed image at the cuts, read one changelog record at a time (in offset
     /// order within each partition; partitions may interleave), as a restore reads them
-    /// (`StateRestorer.ImageCollector`): a migration streams the old changelog and holds each
+    /// (`ChangelogImages`): a migration streams the old changelog and holds each
     /// user's image bytes, not the records nor decoded states.
     ///
     /// An image recorded with its wake-up moves to the new changelog as it is, wake-up
@@ -55,7 +55,7 @@ public enum StateRekeying {
     /// a time.
     public struct CommittedImages<State: Codable & Hashable & Sendable>: Sendable {
         public let cuts: [Int32: Int64]
-        private var partitions: [Int32: StateRestorer<State>.ImageCollector] = [:]
+        private var partitions: [Int32: ChangelogImages] = [:]
 
         public init(cuts: [Int32: Int64]) { self.cuts = cuts }
 
@@ -63,7 +63,7 @@ public enum StateRekeying {
             guard let cut = cuts[message.partition] else {
                 throw RekeyError(description: "partition \(message.partition) of \(message.topic) has no cut")
             }
-            try partitions[message.partition, default: StateRestorer.ImageCollector(committed: cut)].read(message)
+            try partitions[message.partition, default: ChangelogImages(committed: cut, decoding: State.self)].read(message)
         }
 
         /// Every user with a committed state, in id order, so a repeated re-key writes the same

@@ -3,6 +3,8 @@ import FleetModel
 extension ChangelogRecords {
     /// The `fleet-record` header value of a state record, as bytes (compared per record read).
     static let stateKindBytes: [UInt8] = Array(Kind.state.rawValue.utf8)
+    /// The `fleet-record` header value of a position record, as bytes.
+    static let positionKindBytes: [UInt8] = Array(Kind.position.rawValue.utf8)
 }
 
 extension ChangelogRecords {

@@ -110,9 +110,15 @@ public enum ChangelogRecords {
             headers: [KafkaHeader(kindHeader, Kind.state.rawValue)])
     }
 
-    /// The partition's log time as of the input record at `inputOffset`.
-    public static func position(logTime: Timestamp, inputOffset: Int64, topic: String, partition: Int32) -> ProducerRecord {
-        let value = #"{"input_offset":\#(inputOffset),"log_time":"\#(logTime)","v":1}"#
+    /// The partition's log time as of the input record at `inputOffset`, and how many users had a
+    /// state in the partition then (`users`, nil when unknown): a restore reads the last one first
+    /// to size its tables (`StateRestorer`), since the changelog's offsets say nothing of how many
+    /// users it holds once compaction removed records.
+    public static func position(
+        logTime: Timestamp, inputOffset: Int64, users: Int? = nil, topic: String, partition: Int32
+    ) -> ProducerRecord {
+        let value = users.map { #"{"input_offset":\#(inputOffset),"log_time":"\#(logTime)","users":\#($0),"v":1}"# }
+            ?? #"{"input_offset":\#(inputOffset),"log_time":"\#(logTime)","v":1}"#
         return ProducerRecord(
             topic: topic, partition: partition, key: Array(positionKey.utf8), value: Array(value.utf8),
             headers: [KafkaHeader(kindHeader, Kind.position.rawValue)])
@@ -214,10 +220,17 @@ public enum ChangelogRecords {
         public var description: String
     }
 
-    /// Decodes one record of `<worker>.state`.
-    public static func entry<State: Decodable & Sendable>(
-        of message: KafkaMessage, as _: State.Type
-    ) throws(ReadError) -> Entry<State> {
+    /// What a record of `<worker>.state` other than a user's state says.
+    public enum ControlEntry: Sendable {
+        /// `users`: the partition's users as of the position, when its writer recorded them.
+        case position(inputOffset: Int64, logTime: Timestamp, users: Int?)
+        case marker(nonce: String)
+        case cut(generation: Int, committedOffset: Int64)
+    }
+
+    /// Decodes one record of `<worker>.state` that is not a state record (a state record, or one
+    /// with no kind, is an error here): what a restore reads in full, whatever the state's type.
+    public static func controlEntry(of message: KafkaMessage) throws(ReadError) -> ControlEntry {
         let kind = message.headers.first { $0.name == kindHeader }?.value.map { String(decoding: $0, as: UTF8.self) }
         guard let value = message.value else {
             throw ReadError(description: "\(message.topicPartition)@\(message.offset): changelog record has no value")
@@ -225,25 +238,41 @@ public enum ChangelogRecords {
         let decoder = JSONDecoder()
         do {
             switch kind.flatMap(Kind.init(rawValue:)) {
-            case .state:
-                let image = try stateImage(of: message)
-                return .state(userId: image.userId, inputOffset: image.inputOffset, state: try state(of: image, as: State.self))
             case .position:
                 let envelope = try decoder.decode(PositionEnvelope.self, from: Data(value))
                 guard let time = Timestamp(rfc3339: envelope.log_time) else {
                     throw ReadError(description: "bad log_time '\(envelope.log_time)'")
                 }
-                return .position(inputOffset: envelope.input_offset, logTime: time)
+                return .position(inputOffset: envelope.input_offset, logTime: time, users: envelope.users)
             case .marker:
                 return .marker(nonce: try decoder.decode(MarkerEnvelope.self, from: Data(value)).nonce)
             case .cut:
                 let envelope = try decoder.decode(CutEnvelope.self, from: Data(value))
                 return .cut(generation: envelope.generation, committedOffset: envelope.committed_offset)
-            case .change, .image, nil:
+            case .state, .change, .image, nil:
                 throw ReadError(description: "header \(kindHeader) is '\(kind ?? "missing")'")
             }
         } catch let error as ReadError {
             throw ReadError(description: "\(message.topicPartition)@\(message.offset): \(error.description)")
+        } catch {
+            throw ReadError(description: "\(message.topicPartition)@\(message.offset): \(error)")
+        }
+    }
+
+    /// Decodes one record of `<worker>.state`.
+    public static func entry<State: Decodable & Sendable>(
+        of message: KafkaMessage, as _: State.Type
+    ) throws(ReadError) -> Entry<State> {
+        guard message.header(kindHeader).map({ $0.elementsEqual(stateKindBytes) }) == true else {
+            switch try controlEntry(of: message) {
+            case .position(let inputOffset, let logTime, _): return .position(inputOffset: inputOffset, logTime: logTime)
+            case .marker(let nonce): return .marker(nonce: nonce)
+            case .cut(let generation, let committedOffset): return .cut(generation: generation, committedOffset: committedOffset)
+            }
+        }
+        let image = try stateImage(of: message)
+        do {
+            return .state(userId: image.userId, inputOffset: image.inputOffset, state: try state(of: image, as: State.self))
         } catch {
             throw ReadError(description: "\(message.topicPartition)@\(message.offset): \(error)")
         }
@@ -379,6 +408,8 @@ public enum ChangelogRecords {
     private struct PositionEnvelope: Decodable {
         var input_offset: Int64
         var log_time: String
+        /// Absent in records of builds before it, and in a migration's.
+        var users: Int?
     }
 
     private struct MarkerEnvelope: Decodable {

@@ -26,8 +26,9 @@ struct CommitUnit<State: Sendable>: Sendable {
     /// Per folded partition and changed user, the input offsets that changed the user in this
     /// unit and the log time after the last: with `states`, the user's history image.
     var changes: [Int32: [String: UnitChanges]] = [:]
-    /// Per folded partition, the log time after the unit's last folded record.
-    var positions: [Int32: (inputOffset: Int64, logTime: Timestamp)] = [:]
+    /// Per folded partition, the log time after the unit's last folded record, and how many users had a
+    /// state then (the position record carries it, to size a later restore).
+    var positions: [Int32: (inputOffset: Int64, logTime: Timestamp, users: Int)] = [:]
     /// The next offset to read per consumed partition (physical names).
     var offsets: [TopicPartition: Int64] = [:]
     /// When the first work of the unit arrived; nil while empty.

@@ -279,7 +279,7 @@ actor FoldCore<P: UserProcessor> {
             if seconds > 0 { observer?.restoreRate(statesPerSecond: Double(result.userCount) / seconds) }
             logger.info("partition restored", metadata: [
                 "partition": "\(layout.foldedTopic)[\(partition)]", "states": "\(result.userCount)",
-                "held_undecoded": "\(result.held.count)",
+                "held_undecoded": "\(result.held.count)", "sized_for": "\(result.sizedFor.map(String.init) ?? "none")",
                 "changelog_records": "\(result.recordsRead)", "committed_offset": "\(committed[partition].map(String.init) ?? "none")",
                 "log_time": "\(result.logTime?.description ?? "none")", "seconds": "\(LogValues.seconds(seconds))",
             ])
@@ -454,7 +454,7 @@ actor FoldCore<P: UserProcessor> {
             }
         }
         if fold.logTime != logTimeBefore, let time = fold.logTime {
-            unit.positions[partition] = (physical.offset, time)
+            unit.positions[partition] = (physical.offset, time, fold.userCount)
         }
         return true
     }
@@ -607,7 +607,8 @@ actor FoldCore<P: UserProcessor> {
         }
         for (partition, position) in unit.positions.sorted(by: { $0.key < $1.key }) {
             records.append(ChangelogRecords.position(
-                logTime: position.logTime, inputOffset: position.inputOffset, topic: layout.stateTopic, partition: partition))
+                logTime: position.logTime, inputOffset: position.inputOffset, users: position.users, topic: layout.stateTopic,
+                partition: partition))
             causes.append(nil)
         }
         let offsets = unit.offsets

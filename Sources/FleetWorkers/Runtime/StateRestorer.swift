@@ -30,6 +30,10 @@ public import Logging
 /// for the rollout instead of dead-lettering). A held image that does not decode when touched
 /// (damaged bytes) stops only its user: see `PartitionFold`.
 ///
+/// Sized: a large partition is first read from a little before its marker for the last
+/// position record, whose users count sizes the held images' table (`Sizing`), so a million-user
+/// restore does not rehash every key at each doubling of its table.
+///
 /// Partitions are read concurrently, each by a `KafkaPartitionReader` of its own (at most
 /// `concurrentReaders` at once), which lends each record in librdkafka's buffers instead of
 /// copying it into a `KafkaMessage`: reading a million-user partition costs the broker's time
@@ -49,6 +53,9 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         public var cut: (generation: Int, committedOffset: Int64)?
         /// Changelog records read (states, positions and markers, valid or not).
         public var recordsRead: Int
+        /// The users the partition's tables were sized for, from its last position record (nil:
+        /// not sized, see `Sizing`).
+        public var sizedFor: Int?
         public var duration: Duration
         /// The part of `duration` spent reading the changelog up to the markers (the rest is
         /// mostly decoding the kept images): tells a slow broker from a slow decode.
@@ -63,16 +70,39 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     /// prefetching up to `queued.max.messages.kbytes`): what bounds a restore's memory for
     /// reading, besides the kept images themselves.
     public var concurrentReaders: Int
+    /// When a partition is sized up front from its last position record.
+    public var sizing: Sizing
     public var logger: Logger
+
+    /// A large partition's restore first reads the last position record before its marker, which
+    /// counts the partition's users as of its commit unit, and sizes its tables for them
+    /// (`ChangelogImages.reserveCapacity`): growing a table of a million users rehashes every key
+    /// at each doubling, a third of such a restore's reading time, and the changelog's offsets
+    /// cannot stand in for the count once compaction removed records.
+    public struct Sizing: Sendable {
+        /// Partitions whose marker lies at least this far from offset 0 are sized; smaller ones
+        /// are not worth the second read.
+        public var threshold: Int64
+        /// How far before its marker the last position record is looked for: a commit unit
+        /// writes its users' states, then the position, so the last position is usually the
+        /// record just before the marker. None found: the tables grow as they fill.
+        public var window: Int64
+
+        public init(threshold: Int64 = 65_536, window: Int64 = 8_192) {
+            self.threshold = threshold
+            self.window = window
+        }
+    }
 
     public init(
         consumerConfiguration: KafkaConfiguration, stateTopic: String, timeout: Duration = .seconds(300),
-        concurrentReaders: Int = 4, logger: Logger
+        concurrentReaders: Int = 4, sizing: Sizing = Sizing(), logger: Logger
     ) {
         self.consumerConfiguration = consumerConfiguration
         self.stateTopic = stateTopic
         self.timeout = timeout
         self.concurrentReaders = concurrentReaders
+        self.sizing = sizing
         self.logger = logger
     }
 
@@ -107,50 +137,77 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         let readers = max(1, concurrentReaders)
         let readerConfiguration = configuration
         let markedAt = markerOffsets
-        let collectors = try await withThrowingTaskGroup(of: (Int32, ImageCollector).self) { group in
+        let sizing = self.sizing
+        let collected = try await withThrowingTaskGroup(of: (Int32, ChangelogImages, Int?).self) { group in
             var waiting = partitions[...]
             var reading = 0
-            var collectors: [Int32: ImageCollector] = [:]
+            var collected: [Int32: (ChangelogImages, sizedFor: Int?)] = [:]
             while true {
                 while reading < readers, let partition = waiting.popFirst(), let marker = markedAt[partition] {
-                    let collector = ImageCollector(committed: committed[partition])
+                    let collector = ChangelogImages(committed: committed[partition], decoding: State.self)
                     group.addTask { [logger] in
-                        let read = try await Self.read(
-                            partition, of: stateTopic, until: marker, configuration: readerConfiguration, deadline: deadline,
-                            timeout: timeout, logger: logger, into: collector)
-                        return (partition, read)
+                        let (read, sizedFor) = try await Self.read(
+                            partition, of: stateTopic, until: marker, configuration: readerConfiguration, sizing: sizing,
+                            deadline: deadline, timeout: timeout, logger: logger, into: collector)
+                        return (partition, read, sizedFor)
                     }
                     reading += 1
                 }
-                guard let (partition, collector) = try await group.next() else { return collectors }
+                guard let (partition, collector, sizedFor) = try await group.next() else { return collected }
                 reading -= 1
-                collectors[partition] = collector
+                collected[partition] = (collector, sizedFor)
             }
         }
+        let collectors = collected.mapValues { $0.0 }
         let readDuration = ContinuousClock.now - started
         let states = try await Self.decode(collectors)
         let duration = ContinuousClock.now - started
         var restored: [Int32: Restored] = [:]
-        for (partition, collector) in collectors {
+        for (partition, (collector, sizedFor)) in collected {
             restored[partition] = Restored(
                 states: states[partition] ?? [:], held: collector.held, logTime: collector.logTime, cut: collector.cut,
-                recordsRead: collector.recordsRead, duration: duration, readDuration: readDuration)
+                recordsRead: collector.recordsRead, sizedFor: sizedFor, duration: duration, readDuration: readDuration)
         }
         return restored
     }
 
-    /// Reads one changelog partition up to its marker into `collector`, on a reader of its own.
+    /// Reads one changelog partition up to its marker into `collector`, on a reader of its own;
+    /// a large partition's held images are sized first from the users its last position record
+    /// counted (none found: the tables grow as they fill, as before).
     private static func read(
         _ partition: Int32, of stateTopic: String, until marker: Int64, configuration: KafkaConfiguration,
-        deadline: ContinuousClock.Instant, timeout: Duration, logger: Logger, into collector: ImageCollector
-    ) async throws -> ImageCollector {
+        sizing: Sizing, deadline: ContinuousClock.Instant, timeout: Duration, logger: Logger, into collector: ChangelogImages
+    ) async throws -> (ChangelogImages, sizedFor: Int?) {
+        var collector = collector
+        var sizedFor: Int?
+        let topicPartition = TopicPartition(stateTopic, partition)
         do {
-            return try await KafkaPartitionReader.read(
-                TopicPartition(stateTopic, partition), from: KafkaConsumer.beginning, until: marker, configuration: configuration,
+            if marker >= sizing.threshold {
+                var tail = configuration
+                // An offset before the log start reads from the log start: still within the window.
+                tail["auto.offset.reset"] = "earliest"
+                let users = try await KafkaPartitionReader.read(
+                    topicPartition, from: max(0, marker - sizing.window), until: marker, configuration: tail,
+                    timeout: max(Duration.zero, deadline - ContinuousClock.now), logger: logger, into: Int?.none
+                ) { users, record in
+                    if let kind = record.header(ChangelogRecords.kindHeader), kind.elementsEqual(ChangelogRecords.positionKindBytes),
+                       case .position(_, _, let counted?) = try? ChangelogRecords.controlEntry(of: record.message(topic: stateTopic)) {
+                        users = counted
+                    }
+                }
+                // A hint only: bounded by the records there can be.
+                if let users, users > 0 {
+                    sizedFor = min(users, Int(marker))
+                    collector.reserveCapacity(users: min(users, Int(marker)))
+                }
+            }
+            let read = try await KafkaPartitionReader.read(
+                topicPartition, from: KafkaConsumer.beginning, until: marker, configuration: configuration,
                 timeout: max(Duration.zero, deadline - ContinuousClock.now), logger: logger, into: collector
             ) { collector, record in
                 try collector.read(record, topic: stateTopic)
             }
+            return (read, sizedFor)
         } catch is CancellationError {
             throw RestoreError(description: "restore of \(stateTopic) partition \(partition) stopped: the worker is shutting down")
         }
@@ -158,10 +215,10 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
 
     /// Decodes the kept images of every partition, in chunks spread over the cores (a restore
     /// of several partitions, or of one large one, is bound by decoding once reading is cheap).
-    static func decode(_ collectors: [Int32: ImageCollector]) async throws -> [Int32: [String: State]] {
+    static func decode(_ collectors: [Int32: ChangelogImages]) async throws -> [Int32: [String: State]] {
         let chunkSize = 8_192
         // Chunks are slices of the collectors' own dictionaries: no copy of a million entries.
-        var chunks: [(partition: Int32, images: Slice<[String: KeptImage]>)] = []
+        var chunks: [(partition: Int32, images: Slice<[String: KeptStateImage]>)] = []
         for (partition, collector) in collectors {
             let images = collector.images
             var start = images.startIndex
@@ -197,105 +254,6 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                 for (user, state) in states { result[partition]?[user] = state }
             }
             return result
-        }
-    }
-
-    /// A user's last committed image as read: a copy of the image (the only bytes of a record
-    /// the restore copies), or the record read by the full reader (JSON envelopes of versions
-    /// before binary images).
-    public struct KeptImage: Sendable {
-        var image: [UInt8]
-        /// The record's offset in the changelog partition, for errors.
-        public var offset: Int64
-        var read: ChangelogRecords.StateImage?
-
-        public func state(as _: State.Type) throws(StateImageError) -> State {
-            if let read { return try ChangelogRecords.state(of: read, as: State.self) }
-            return try StateCoding.decode(image, as: State.self)
-        }
-    }
-
-    /// One partition's changelog read in offset order under the restore rule of `Builder`,
-    /// keeping images undecoded: `Builder` decides which state records count and keeps the log
-    /// time and the cut; the images it would decode are kept here instead, in `held` when the
-    /// record carries the wake-up, else in `images` (decoded once read). A user is in one of
-    /// the two, by its last committed record.
-    ///
-    /// Public for a migration's re-key, which moves the same images to new partitions: held
-    /// images move as bytes with their wake-ups (the new generation restores them lazily too),
-    /// so it holds what a restore holds, not every user's decoded state.
-    public struct ImageCollector: Sendable {
-        private var rule: Builder
-        public private(set) var images: [String: KeptImage] = [:]
-        public private(set) var held: [String: HeldStateImage] = [:]
-        var recordsRead = 0
-        /// The newest image format this build decodes (nil: `State` has no binary image, so
-        /// nothing is held). A newer image is decoded at once, failing the restore as it names.
-        private let readableFormat: UInt32?
-
-        public init(committed: Int64?) {
-            rule = Builder(committed: committed)
-            readableFormat = (State.self as? any BinaryStateImage.Type)?.stateImageFormat
-        }
-
-        public var logTime: Timestamp? { rule.logTime }
-        public var cut: (generation: Int, committedOffset: Int64)? { rule.cut }
-
-        /// Reads one record lent by the restore's reader: a state record costs its key and, when
-        /// committed, a copy of its image; anything else is copied and read in full.
-        mutating func read(_ record: KafkaRecordView, topic: String) throws {
-            try read(
-                offset: record.offset, isState: record.header(ChangelogRecords.kindHeader).map { $0.elementsEqual(ChangelogRecords.stateKindBytes) } ?? false,
-                key: record.key, value: record.value
-            ) { record.message(topic: topic) }
-        }
-
-        /// `read` of a record already copied.
-        public mutating func read(_ message: KafkaMessage) throws {
-            let isState = message.header(ChangelogRecords.kindHeader).map { $0.elementsEqual(ChangelogRecords.stateKindBytes) } ?? false
-            try (message.key ?? []).withUnsafeBytes { key in
-                try (message.value ?? []).withUnsafeBytes { value in
-                    try read(
-                        offset: message.offset, isState: isState, key: message.key == nil ? nil : key,
-                        value: message.value == nil ? nil : value
-                    ) { message }
-                }
-            }
-        }
-
-        private mutating func read(
-            offset: Int64, isState: Bool, key: UnsafeRawBufferPointer?, value: UnsafeRawBufferPointer?,
-            copied: () -> KafkaMessage
-        ) throws {
-            recordsRead += 1
-            guard isState else {
-                rule.apply(try ChangelogRecords.entry(of: copied(), as: State.self))
-                return
-            }
-            if let value, let key, value.first != UInt8(ascii: "{"),
-               let peek = ChangelogRecords.peekState(value), peek.format == ChangelogRecords.envelopeFormat {
-                guard rule.isCommitted(peek.inputOffset) else { return }
-                let user = String(decoding: key, as: UTF8.self)
-                let image = Array(value[peek.image])
-                if case .recorded(let wakeUp) = peek.wakeUp, let readableFormat,
-                   let format = StateImageFormat.leadingFormat(of: image), format <= readableFormat {
-                    held[user] = HeldStateImage(image: image, wakeUp: wakeUp)
-                    if !images.isEmpty { images[user] = nil }
-                } else {
-                    keep(KeptImage(image: image, offset: offset, read: nil), for: user)
-                }
-                return
-            }
-            // A JSON envelope (before binary images), or one this fast path does not read: the
-            // full reader takes it, or names what is wrong with it.
-            let image = try ChangelogRecords.stateImage(of: copied())
-            guard rule.isCommitted(image.inputOffset) else { return }
-            keep(KeptImage(image: [], offset: offset, read: image), for: image.userId)
-        }
-
-        private mutating func keep(_ image: KeptImage, for user: String) {
-            images[user] = image
-            if !held.isEmpty { held[user] = nil }
         }
     }
 
