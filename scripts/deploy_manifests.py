@@ -148,12 +148,15 @@ def compose_default(value):
 
 def under_mount(path, volumes):
     """Whether `path` lies in one of a compose service's volume targets (short or long syntax)."""
+    import re
+
     targets = []
     for volume in volumes:
         if isinstance(volume, dict):
             targets.append(str(volume.get("target", "")))
         else:
-            parts = str(volume).split(":")
+            # SOURCE:TARGET[:MODE]; a source may be an interpolation holding ":" (`${X:-./d}`).
+            parts = re.sub(r"\$\{[^}]*\}", "source", str(volume)).split(":")
             targets.append(parts[1] if len(parts) > 1 else parts[0])
     return any(t.startswith("/") and (path == t or path.startswith(t.rstrip("/") + "/")) for t in targets)
 
