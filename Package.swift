@@ -29,6 +29,7 @@ let package = Package(
         .executable(name: "access-worker", targets: ["access-worker"]),
         .executable(name: "delivery-worker", targets: ["delivery-worker"]),
         .executable(name: "sender-worker", targets: ["sender-worker"]),
+        .executable(name: "provider-fakes", targets: ["provider-fakes"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -294,6 +295,16 @@ let package = Package(
             name: "sender-worker",
             dependencies: [
                 "WorkerCommands",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // The stand-in providers as a process (compose's `dev` image target, SenderBenchmark):
+        // test code, so never part of fleetctl or the runtime image.
+        .executableTarget(
+            name: "provider-fakes",
+            dependencies: [
+                "SenderTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

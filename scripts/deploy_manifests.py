@@ -137,6 +137,30 @@ def replicas(paths):
     return problems
 
 
+def compose_default(value):
+    """The value a compose environment entry takes when its variable is unset: `${NAME-x}` and
+    `${NAME:-x}` give x, `${NAME}` nothing, anything else itself."""
+    import re
+
+    m = re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::?-(.*))?\}", str(value), re.S)
+    return (m.group(1) or "") if m else str(value)
+
+
+def under_mount(path, volumes):
+    """Whether `path` lies in one of a compose service's volume targets (short or long syntax)."""
+    import re
+
+    targets = []
+    for volume in volumes:
+        if isinstance(volume, dict):
+            targets.append(str(volume.get("target", "")))
+        else:
+            # SOURCE:TARGET[:MODE]; a source may be an interpolation holding ":" (`${X:-./d}`).
+            parts = re.sub(r"\$\{[^}]*\}", "source", str(volume)).split(":")
+            targets.append(parts[1] if len(parts) > 1 else parts[0])
+    return any(t.startswith("/") and (path == t or path.startswith(t.rstrip("/") + "/")) for t in targets)
+
+
 def image_agreement(prefix, image, inspect_path, compose_path, prometheus_path, paths):
     import re
     import shlex
@@ -220,8 +244,9 @@ def image_agreement(prefix, image, inspect_path, compose_path, prometheus_path, 
             env = dict(e.split("=", 1) for e in env)
         for name, value in env.items():
             check_variable(where, name, value)
-            if str(value).startswith("/"):
-                problems.append(f"{where}: {name}={value}: compose mounts nothing there")
+            path = compose_default(value)
+            if path.startswith("/") and not under_mount(path, spec.get("volumes") or []):
+                problems.append(f"{where}: {name}={path}: compose mounts nothing there")
         test = (spec.get("healthcheck") or {}).get("test")
         if test is not None and port is not None and f"/dev/tcp/127.0.0.1/{port}" not in " ".join(test):
             problems.append(f"{where}: the health check does not ask port {port}")

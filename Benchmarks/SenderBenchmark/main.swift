@@ -6,12 +6,16 @@ import SenderCore
 import SenderTestSupport
 
 // Sends through the stand-in APNs over TLS + HTTP/2 with the sender's client (one
-// async-http-client, its connection pool and concurrent streams), as issue 17 asks: sends/s at
-// full speed with CONCURRENCY calls in flight, CPU per thousand sends (this process: client and
-// fake together), then latency when paced at half that rate. A measurement printed as RESULT
-// lines, not a timed test.
+// async-http-client, its connection pool and concurrent streams), as issue 17 asks. The stand-in
+// runs in a process of its own (`provider-fakes`, as in the compose stack), so the CPU this
+// process uses is the client's alone: sends/s at full speed with CONCURRENCY calls in flight,
+// CPU per thousand sends of the client (getrusage) and of the fake (/proc/<pid>/stat), then
+// latency when paced at half that rate. A measurement printed as RESULT lines, not a timed test.
 //
+//   swift build -c release --product SenderBenchmark && swift build -c release --product provider-fakes
 //   N=20000 CONCURRENCY=128 .build/release/SenderBenchmark
+//
+// PROVIDER_FAKES names the provider-fakes executable (default: next to this one).
 
 try await SenderBench.run()
 
@@ -30,13 +34,11 @@ enum SenderBench {
 
         func note(_ text: String) { FileHandle.standardError.write(Data("sender-benchmark: \(text)\n".utf8)) }
         note("starting")
-        let authority = try TestCertificateAuthority()
-        let apns = FakeAPNs()
-        let server = try await FakeHTTPServer.start(authority: authority, respond: apns.respond)
-        note("fake APNs on port \(server.port)")
-        let settings = ProviderSettings(
-            apns: .init(endpoint: server.baseURL, keyId: apns.keyId, teamId: apns.teamId, signingKey: Secret(apns.signingKeyPEM)),
-            extraTrustRootsPEM: authority.rootPEM, requestTimeout: 10)
+        let fake = try FakeProcess.start(executable: environment["PROVIDER_FAKES"])
+        defer { fake.stop() }
+        let providers = try await fake.senderEnvironment()
+        note("provider-fakes (pid \(fake.pid)) APNs at \(providers["SENDER_APNS_ENDPOINT"] ?? "?")")
+        let settings = try ProviderSettings.fromEnvironment(providers.merging(["SENDER_REQUEST_TIMEOUT_MS": "10000"]) { $1 })
         let effect = try ProviderEffect(settings: settings, logger: Logger(label: "sender-benchmark"))
         let expiry = Timestamp(millisecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000)
 
@@ -46,12 +48,6 @@ enum SenderBench {
                 attempt: 1, provider: .apns, deviceId: "phone", token: "a\(index % 5000)", app: "com.fitcircle.app",
                 notification: "fitcircle.daily_checkin", category: "REMINDER", title: "Daily Check-in Reminder",
                 body: "Complete your check-in to keep your 14-day streak!", deepLink: "fitcircle://checkin", expiresAt: expiry)
-        }
-
-        func cpuSeconds() -> Double {
-            var usage = rusage()
-            getrusage(RUSAGE_SELF.rawValue, &usage)
-            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
         }
 
         func seconds(_ duration: Duration) -> Double {
@@ -86,14 +82,16 @@ enum SenderBench {
         note("warmed up")
 
         let clock = ContinuousClock()
-        let cpuBefore = cpuSeconds()
+        let clientBefore = CPUTime.ofThisProcess(), fakeBefore = try CPUTime.of(pid: fake.pid)
         let start = clock.now
         let accepted = await saturate(from: 1_000_000, count: count)
         let elapsed = seconds(clock.now - start)
-        let cpu = cpuSeconds() - cpuBefore
+        let client = CPUTime.ofThisProcess() - clientBefore, fakeCPU = try CPUTime.of(pid: fake.pid) - fakeBefore
         let rate = Double(count) / elapsed
+        func perThousand(_ cpu: Double) -> String { String(format: "%.1f", cpu / Double(count) * 1000 * 1000) }
         print("RESULT sender_apns_sends_per_second \(Int(rate)) (\(accepted)/\(count) accepted, concurrency \(concurrency))")
-        print("RESULT sender_apns_cpu_ms_per_1000_sends \(String(format: "%.1f", cpu / Double(count) * 1000 * 1000)) (client and fake in one process)")
+        print("RESULT sender_apns_client_cpu_ms_per_1000_sends \(perThousand(client)) (this process, getrusage)")
+        print("RESULT sender_apns_fake_cpu_ms_per_1000_sends \(perThousand(fakeCPU)) (provider-fakes, /proc/\(fake.pid)/stat)")
 
         // Paced at half the measured rate: latency of each call, open loop.
         let paced = min(count, Int(rate / 2 * 5))  // about five seconds
@@ -117,7 +115,5 @@ enum SenderBench {
         print("RESULT sender_apns_latency_ms_at_half_rate p50 \(String(format: "%.2f", percentile(0.5) * 1000)) p99 \(String(format: "%.2f", percentile(0.99) * 1000)) (\(paced) sends at \(Int(rate / 2))/s)")
 
         try await effect.shutdown()
-        try await server.stop()
-
     }
 }

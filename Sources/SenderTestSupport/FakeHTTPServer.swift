@@ -33,18 +33,28 @@ public struct FakeResponse: Sendable {
     }
 }
 
-/// An HTTPS server on 127.0.0.1 that speaks HTTP/2 only (ALPN `h2`, as APNs), serving every
-/// request with `respond`. The TLS and HTTP/2 are swift-nio-ssl's and swift-nio-http2's.
+/// An HTTPS server (on 127.0.0.1 unless told otherwise) that speaks HTTP/2 only (ALPN `h2`, as
+/// APNs), serving every request with `respond`. The TLS and HTTP/2 are swift-nio-ssl's and
+/// swift-nio-http2's.
 public final class FakeHTTPServer: Sendable {
     public let port: Int
+    /// The name clients reach it by, one the certificate is valid for.
+    public let publicHost: String
     private let channel: any Channel
 
-    private init(port: Int, channel: any Channel) { self.port = port; self.channel = channel }
+    private init(port: Int, publicHost: String, channel: any Channel) {
+        self.port = port; self.publicHost = publicHost; self.channel = channel
+    }
 
-    public var baseURL: String { "https://localhost:\(port)" }
+    public var baseURL: String { "https://\(publicHost):\(port)" }
 
+    /// - Parameters:
+    ///   - host: the address to listen on (`0.0.0.0` in a container).
+    ///   - port: the port, 0 for any free one (`port` tells which).
+    ///   - publicHost: the name in `baseURL`, one of the names `authority` signed for.
     public static func start(
-        authority: TestCertificateAuthority, respond: @escaping @Sendable (FakeRequest) async -> FakeResponse
+        authority: TestCertificateAuthority, host: String = "127.0.0.1", port: Int = 0, publicHost: String = "localhost",
+        respond: @escaping @Sendable (FakeRequest) async -> FakeResponse
     ) async throws -> FakeHTTPServer {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(authority.serverCertificatePEM.utf8), format: .pem))],
@@ -68,9 +78,9 @@ public final class FakeHTTPServer: Sendable {
                     }
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
+            .bind(host: host, port: port).get()
         guard let port = channel.localAddress?.port else { throw ChannelError.unknownLocalAddress }
-        return FakeHTTPServer(port: port, channel: channel)
+        return FakeHTTPServer(port: port, publicHost: publicHost, channel: channel)
     }
 
     public func stop() async throws { try await channel.close() }

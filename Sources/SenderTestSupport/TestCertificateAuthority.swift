@@ -3,14 +3,17 @@ import Foundation
 import X509
 
 /// A certificate authority made on the spot for one test run, and a server certificate for
-/// `localhost` that it signed: the stand-in providers serve TLS with it, and the
-/// sender trusts its root through `SENDER_CA_FILE`, exactly as it would a private CA.
+/// `localhost` (and any other `hostnames`) that it signed: the stand-in providers serve TLS with
+/// it, and the sender trusts its root through `SENDER_CA_FILE`, exactly as it would a private CA.
 public struct TestCertificateAuthority: Sendable {
     public let rootPEM: String
     public let serverCertificatePEM: String
     public let serverKeyPEM: String
 
-    public init() throws {
+    /// - Parameter hostnames: the names the server certificate is valid for besides `localhost`
+    ///   (the stand-ins' service name in compose, which the sender connects to).
+    public init(hostnames: [String] = []) throws {
+        let names = ["localhost"] + hostnames.filter { $0 != "localhost" }
         let now = Date()
         let rootKey = P256.Signing.PrivateKey()
         let rootName = try DistinguishedName { CommonName("retention fleet sender test CA") }
@@ -32,7 +35,7 @@ public struct TestCertificateAuthority: Sendable {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([.dnsName("localhost")])
+                SubjectAlternativeNames(names.map { .dnsName($0) })
             },
             issuerPrivateKey: .init(rootKey))
         rootPEM = try root.serializeAsPEM().pemString
