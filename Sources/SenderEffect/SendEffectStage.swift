@@ -102,10 +102,11 @@ public struct SendEffectStage: Sendable {
                     headers: [KafkaHeader("error", Array("\(error)".utf8)), KafkaHeader("source", Array("\(message.topicPartition):\(message.offset)".utf8))]))
             }
         }
+        // Known before any call (at startup the route waits for its first registry read), and
+        // one per batch: a batch's answers go to one generation of the inbox.
+        let inbox = try await topics.inbox.current()
         let results = await perform(attempts)
         try await beforeCommit?(results)
-        // Read once per batch: a batch's answers go to one generation of the inbox.
-        let inbox = try await topics.inbox.current()
         try producer.beginTransaction()
         do {
             let records = results.map {

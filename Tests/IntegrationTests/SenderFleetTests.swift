@@ -109,7 +109,10 @@ struct SenderFleetTests {
         let ends = try await fleet.awaitFolded(partitions: fleet.harness.partitions)
         let reports = try await fleet.replayFromFirstAnswer(ends: ends)
         #expect(!reports.isEmpty, "no partition holds a provider answer")
-        for report in reports { #expect(report.isIdentical, "\(report.render(worker: .sender, details: false))") }
+        for report in reports {
+            let identical = report.isIdentical
+            #expect(identical, "\(report.render(worker: .sender, details: false))")
+        }
         let replayed = reports.flatMap(SenderFleet.replayedAttempts)
         #expect(replayed.contains { $0.hasPrefix("d-retry~") && $0.hasSuffix("~2") }, "the retry after the 429: \(replayed)")
         #expect(replayed.contains { $0.hasPrefix("d-exhaust~") && $0.hasSuffix("~3") }, "the third try: \(replayed)")
