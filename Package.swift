@@ -206,6 +206,7 @@ let package = Package(
                 "FleetSimulation",
                 "DeliveryPolicy",
                 "UpstreamProcessors",
+                "SenderCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HeapModule", package: "swift-collections"),

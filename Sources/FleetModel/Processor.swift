@@ -3,9 +3,15 @@ public struct OutputRecord: Hashable, Sendable {
     public var topic: String
     public var timestamp: Timestamp
     public var record: FleetRecord
+    /// Whether `record.id` is not one of its step's ids (`ProcessingContext.nextID()`) but
+    /// derived otherwise, e.g. the sender's attempt ids from the delivery id, which the
+    /// providers' idempotency needs. Such an id does not say which step wrote the record, so
+    /// the runtime names the step in a `source-step` header (`KafkaRecords.Header.sourceStep`),
+    /// by which replay tells the records of a replayed range.
+    public var hasOwnId: Bool
 
-    public init(topic: String, timestamp: Timestamp, record: FleetRecord) {
-        self.topic = topic; self.timestamp = timestamp; self.record = record
+    public init(topic: String, timestamp: Timestamp, record: FleetRecord, hasOwnId: Bool = false) {
+        self.topic = topic; self.timestamp = timestamp; self.record = record; self.hasOwnId = hasOwnId
     }
 
     public var key: String { record.userId }
@@ -34,6 +40,13 @@ public struct OutputIDs: Hashable, Sendable {
         self.origin = origin
         self.originIndex = originIndex
         self.nextIndex = index
+    }
+
+    /// What every id handed out here starts with, before its final `:<index>`: the step's
+    /// origin (and origin index). Replay and explain find a step's outputs by it.
+    public var stem: String {
+        var first = OutputIDs(origin: origin, originIndex: originIndex)
+        return String(first.next().dropLast(2))  // the first id ends in ":0"
     }
 
     public mutating func next() -> String {
@@ -124,9 +137,10 @@ public struct ProcessingContext: Sendable {
 
     public mutating func nextID() -> String { ids.next() }
 
-    /// Emits `record` to `topic`, stamped with the log time.
-    public mutating func emit(_ record: FleetRecord, to topic: String) {
-        outputs.append(OutputRecord(topic: topic, timestamp: now, record: record))
+    /// Emits `record` to `topic`, stamped with the log time. `hasOwnId`: the record's id was
+    /// not taken from `nextID()` (see `OutputRecord.hasOwnId`).
+    public mutating func emit(_ record: FleetRecord, to topic: String, hasOwnId: Bool = false) {
+        outputs.append(OutputRecord(topic: topic, timestamp: now, record: record, hasOwnId: hasOwnId))
     }
 }
 

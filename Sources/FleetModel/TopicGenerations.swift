@@ -9,22 +9,20 @@
 /// names), and a record carried from one generation's log to the next keeps its origin
 /// coordinates, so every id stays what it was.
 ///
-/// Only workers that own their log (an inbox: the delivery and reminder workers) can migrate: the
-/// others fold an external topic directly, whose partition count is its producer's (the sender
-/// owns its log but is not migrated yet, `migrates`).
+/// Only workers that own their log (an inbox: the delivery, reminder and sender workers) can
+/// migrate: the others fold an external topic directly, whose partition count is its producer's.
 extension Worker {
     /// Whether the worker owns the log it folds (an inbox its ingest stage forwards into).
     public var ownsItsLog: Bool { !ingestSources.isEmpty }
 
     /// Whether `fleetctl partitions migrate` can move this worker: it owns its log and every
-    /// writer of that log follows the generation registry. The sender's effect stage writes its
-    /// answers into generation 1 of `rin.sender.inbox`, so the sender is not migrated (yet).
-    public var migrates: Bool { ownsItsLog && self != .sender }
+    /// writer of that log follows the generation registry (ingest stages, upstream workers, and
+    /// the sender's effect stage through its `InboxRouteFollower`).
+    public var migrates: Bool { ownsItsLog }
 
     /// Why `migrates` is false, for the refusal's message.
     public var whyNotMigrating: String {
         if !ownsItsLog { return "it folds \(foldedTopic) directly, whose partition count is its producer's" }
-        if self == .sender { return "its effect stage writes answers into generation 1 of \(foldedTopic)" }
         return "it can"
     }
 

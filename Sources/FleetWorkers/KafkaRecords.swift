@@ -115,6 +115,10 @@ public enum KafkaRecords {
         /// On a dead letter the runtime wrote after the input's outputs failed to produce
         /// again and again (`FoldCore`'s quarantine): how many unit attempts failed.
         public static let quarantined = "quarantined-after"
+        /// On an output whose id is its own (`OutputRecord.hasOwnId`, the sender's attempts):
+        /// the stem of the step that wrote it (`OutputIDs.stem`, `topic:partition:offset` of the
+        /// step's origin, plus its origin index when it has one), which the id does not carry.
+        public static let sourceStep = "source-step"
     }
 
     /// The `redriven-from` header of `message`, if any, to carry along with it.

@@ -245,7 +245,8 @@ struct SenderStep {
                 }
                 progress.targets[index].tries += 1
                 let attempt = makeAttempt(progress, target: progress.targets[index], device: device, renewCredentials: renew)
-                context.emit(.sender(.attempt(attempt)), to: Topics.sendAttempts)
+                // Its id derives from the delivery id (provider idempotency), not from this step.
+                context.emit(.sender(.attempt(attempt)), to: Topics.sendAttempts, hasOwnId: true)
                 progress.targets[index].stage = .inFlight(attemptId: attempt.id, token: device.token)
             case .inFlight:
                 if now >= progress.expiresAt + policy.answerGrace {

@@ -16,9 +16,10 @@ import ServiceLifecycle
 public struct SendEffectStage: Sendable {
     public struct TopicNames: Sendable {
         public var attempts: String
-        public var inbox: String
+        /// Where the answers go: the sender inbox's current generation (`AnswerRoute`).
+        public var inbox: AnswerRoute
 
-        public init(attempts: String = Topics.sendAttempts, inbox: String = Topics.senderInbox) {
+        public init(attempts: String = Topics.sendAttempts, inbox: AnswerRoute = AnswerRoute(Topics.senderInbox)) {
             self.attempts = attempts; self.inbox = inbox
         }
 
@@ -101,12 +102,15 @@ public struct SendEffectStage: Sendable {
                     headers: [KafkaHeader("error", Array("\(error)".utf8)), KafkaHeader("source", Array("\(message.topicPartition):\(message.offset)".utf8))]))
             }
         }
+        // Known before any call (at startup the route waits for its first registry read), and
+        // one per batch: a batch's answers go to one generation of the inbox.
+        let inbox = try await topics.inbox.current()
         let results = await perform(attempts)
         try await beforeCommit?(results)
         try producer.beginTransaction()
         do {
             let records = results.map {
-                ProducerRecord(topic: topics.inbox, key: Array($0.userId.utf8), value: RecordCodec.encode(.sender(.result($0))))
+                ProducerRecord(topic: inbox, key: Array($0.userId.utf8), value: RecordCodec.encode(.sender(.result($0))))
             }
             _ = try await producer.send(records + deadLetters)
             try await producer.sendOffsetsToTransaction(next, groupMetadata: try consumer.groupMetadata())

@@ -22,10 +22,14 @@ public enum SenderWorkerLauncher {
                 "apns": "\(providers.apns?.endpoint ?? "off")", "fcm": "\(providers.fcm?.endpoint ?? "off")",
                 "email": "\(providers.email?.endpoint ?? "off")", "concurrency": "\(concurrency)",
             ])
+            let route = AnswerRoute()
             let stage = SendEffectStage(
                 consumer: effectConsumer(context.settings), producer: effectProducer(context.settings), effect: effect,
-                topics: effectTopics(context.settings.topics), concurrency: concurrency, logger: context.logger)
-            return [SendEffectService(stage: stage, effect: effect, logger: context.logger)]
+                topics: effectTopics(context.settings.topics, inbox: route), concurrency: concurrency, logger: context.logger)
+            let follower = InboxRouteFollower(
+                route: route, configuration: context.settings.producerConfiguration, namespace: context.settings.topics,
+                interval: context.settings.metadataCheckInterval, logger: context.logger)
+            return [SendEffectService(stage: stage, effect: effect, follower: follower, logger: context.logger)]
         }
     }
 
@@ -40,9 +44,11 @@ public enum SenderWorkerLauncher {
         return value
     }
 
-    /// The physical attempts topic and inbox (generation 1: the sender does not migrate, `Worker.migrates`).
-    static func effectTopics(_ namespace: TopicNamespace) -> SendEffectStage.TopicNames {
-        SendEffectStage.TopicNames(attempts: namespace.physical(Topics.sendAttempts), inbox: namespace.physical(Topics.senderInbox))
+    /// The physical attempts topic, and the inbox as `route` says (its generation follows the
+    /// registry: `InboxRouteFollower`). The attempts topic is an output of the fold, not one of
+    /// the topics a partition migration moves to a new generation.
+    static func effectTopics(_ namespace: TopicNamespace, inbox route: AnswerRoute) -> SendEffectStage.TopicNames {
+        SendEffectStage.TopicNames(attempts: namespace.physical(Topics.sendAttempts), inbox: route)
     }
 
     /// Its own consumer group (`<group>.effect`), beside the runtime's: the attempts topic is not

@@ -33,11 +33,11 @@ struct PartitionsCommand: AsyncParsableCommand {
                 FLEET_METADATA_CHECK_INTERVAL_MS). Interrupted at any point, run the same command again: \
                 each step checks whether it is done. --dry-run prints the plan and what is done; \
                 --hold-before-activate stops after step 4, until the command runs again without it. Only \
-                workers that own their log can migrate: delivery-worker and reminder-worker.
+                workers that own their log can migrate: delivery-worker, reminder-worker and sender-worker.
                 """)
 
         @OptionGroup var connection: TopicsCommand.Connection
-        @Option(help: "The worker to migrate: delivery-worker or reminder-worker.") var worker: String
+        @Option(help: "The worker to migrate: delivery-worker, reminder-worker or sender-worker.") var worker: String
         @Option(help: "The new partition count.") var to: Int
         @Option(help: "The worker's consumer group (default: $FLEET_GROUP_ID, else topic prefix + worker name, as the workers do).")
         var group: String?
@@ -54,7 +54,7 @@ struct PartitionsCommand: AsyncParsableCommand {
                 throw ValidationError("unknown worker '\(worker)': one of \(Worker.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             guard parsed.migrates else {
-                throw ValidationError("\(worker) cannot migrate (\(parsed.whyNotMigrating)): only \(Worker.allCases.filter(\.migrates).map(\.rawValue).joined(separator: " and ")) can")
+                throw ValidationError("\(worker) cannot migrate (\(parsed.whyNotMigrating)): only \(Worker.allCases.filter(\.migrates).map(\.rawValue).joined(separator: ", ")) can")
             }
             if to < 1 { throw ValidationError("--to is a partition count, 1 or more") }
             if waitTimeout < 1 { throw ValidationError("--wait-timeout is a number of seconds, 1 or more") }

@@ -17,11 +17,12 @@ struct TopicGenerationTests {
         #expect(Topics.generationBase(of: "x.g1") == ("x.g1", 1))
     }
 
-    @Test("only workers that own their log can migrate (the sender not yet); their generation specs copy the first generation's configs")
+    @Test("only workers that own their log can migrate, the sender included; their generation specs copy the first generation's configs")
     func specs() {
         #expect(Worker.allCases.filter(\.ownsItsLog) == [.reminder, .delivery, .sender])
-        #expect(Worker.allCases.filter(\.migrates) == [.reminder, .delivery])
-        #expect(Worker.sender.whyNotMigrating.contains("generation 1"))
+        #expect(Worker.allCases.filter(\.migrates) == [.reminder, .delivery, .sender])
+        #expect(Worker.score.whyNotMigrating.contains("directly"))
+        #expect(Topics.generationSpecs(of: .sender, generation: 2).map(\.name) == Worker.sender.topics(generation: 2).all)
         #expect(Worker.owner(ofInbox: Topics.senderInbox) == .sender)
         #expect(Worker.owner(ofInbox: Topics.deliveryInbox) == .delivery)
         #expect(Worker.owner(ofInbox: Topics.decisions) == nil)

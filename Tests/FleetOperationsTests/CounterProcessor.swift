@@ -2,7 +2,9 @@ import FleetModel
 
 /// A small processor with per-user state, outputs and timers, for replay's pure tests: every
 /// `user.action` counts; `alarm` sets a timer 90 s later that emits an event when it fires;
-/// `reject` is refused (a dead letter).
+/// `reject` is refused (a dead letter). A firing alarm also emits a `reminded` event whose id is
+/// its own (`<user>~alarm~<count>`, like the sender's attempt ids derived from the delivery id,
+/// `OutputRecord.hasOwnId`), in whichever user's step the alarm comes due.
 struct CounterProcessor: UserProcessor {
     struct State: Codable, Hashable, Sendable {
         var count = 0
@@ -26,6 +28,10 @@ struct CounterProcessor: UserProcessor {
         guard let wake = state.wake, wake <= context.now else { return }
         state.wake = nil
         state.lastEvent = emit("alarm", count: state.count, context: &context)
+        let reminded = RetentionEvent(
+            id: "\(context.userId)~alarm~\(state.count)", userId: context.userId, event: "reminded",
+            properties: ["count": .int(Int64(state.count))])
+        context.emit(.retentionEvent(reminded), to: Topics.retentionEvents, hasOwnId: true)
     }
 
     func nextWakeUp(_ state: State) -> Timestamp? { state.wake }

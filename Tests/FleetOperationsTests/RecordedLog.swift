@@ -117,7 +117,8 @@ struct RecordedLog {
             }
             guard let step = folded.step else { continue }
             for (position, output) in step.outputs.enumerated() {
-                outputs.append(message(LogFolding.producerRecord(for: output, index: position, of: folded.origin, in: logical), offset: outputs.count))
+                outputs.append(message(LogFolding.producerRecord(
+                    for: output, index: position, of: folded.origin, originIndex: folded.originIndex, in: logical), offset: outputs.count))
             }
             for change in step.changes where mode == .perInput {
                 let record = ChangelogRecords.change(

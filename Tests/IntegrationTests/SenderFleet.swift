@@ -32,7 +32,8 @@ struct SenderFleet {
 
         """
 
-    static func make(partitions: Int32 = 2) async throws -> SenderFleet {
+    /// - Parameter overrides: more variables for the process (they win).
+    static func make(partitions: Int32 = 2, overrides: [String: String] = [:]) async throws -> SenderFleet {
         let harness = try await FleetHarness.make(partitions: partitions)
         let authority = try TestCertificateAuthority()
         let apns = FakeAPNs(), fcm = try FakeFCM(), email = FakeEmailAPI()
@@ -58,7 +59,7 @@ struct SenderFleet {
             "SENDER_EMAIL_UNSUBSCRIBE_URL": "https://fitcircle.test/unsubscribe?user={user_id}",
             "SENDER_CA_FILE": path("ca.pem"), "SENDER_REQUEST_TIMEOUT_MS": "3000",
         ]
-        let environment = harness.environment(for: .sender, variables)
+        let environment = harness.environment(for: .sender, variables.merging(overrides) { $1 })
         let processes = try WorkerProcesses(
             slots: [slot], logDirectory: directory.appendingPathComponent("logs"), environment: { _ in environment })
         return SenderFleet(

@@ -12,7 +12,7 @@ import Testing
 @Suite(.enabled(if: FleetHarness.brokerAvailable), .serialized, .timeLimit(.minutes(4)))
 struct SenderFleetTests {
     /// One run, one user per scenario, so the process starts once for seven of the cases.
-    @Test("retry then success, retries exhausted, token invalidated and never used again, multi-device user, email fallback, duplicate delivery copies sent once, malformed device records to the DLQ")
+    @Test("retry then success, retries exhausted, token invalidated and never used again, multi-device user, email fallback, duplicate delivery copies sent once, malformed device records to the DLQ; a replay from the first answers is identical")
     func scenarios() async throws {
         let fleet = try await SenderFleet.make()
         defer {
@@ -101,6 +101,21 @@ struct SenderFleetTests {
         // have dead-lettered them as records that do not belong in its inbox.
         let foldDeadLetters = try await fleet.harness.read(Topics.deadLetter(of: Topics.senderInbox), count: 1, timeout: .seconds(2))
         #expect(foldDeadLetters.isEmpty, "\(foldDeadLetters.compactMap { $0.value.map { String(decoding: $0, as: UTF8.self) } })")
+
+        // Replay (principle 6): each partition re-run from its first provider answer reproduces
+        // every attempt, invalidation and receipt byte for byte. Attempt ids are the delivery's
+        // (provider idempotency), so replay finds their steps by their `source-step` header; the
+        // first attempts, written by steps before the range, are not read as missing.
+        let ends = try await fleet.awaitFolded(partitions: fleet.harness.partitions)
+        let reports = try await fleet.replayFromFirstAnswer(ends: ends)
+        #expect(!reports.isEmpty, "no partition holds a provider answer")
+        for report in reports {
+            let identical = report.isIdentical
+            #expect(identical, "\(report.render(worker: .sender, details: false))")
+        }
+        let replayed = reports.flatMap(SenderFleet.replayedAttempts)
+        #expect(replayed.contains { $0.hasPrefix("d-retry~") && $0.hasSuffix("~2") }, "the retry after the 429: \(replayed)")
+        #expect(replayed.contains { $0.hasPrefix("d-exhaust~") && $0.hasSuffix("~3") }, "the third try: \(replayed)")
     }
 
     /// Crash between send and result: the provider accepted the email, the process dies before

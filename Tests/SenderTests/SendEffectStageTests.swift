@@ -54,7 +54,7 @@ struct SendEffectStageTests {
         func stage(_ effect: ProviderEffect, beforeCommit: (@Sendable ([SendResult]) async throws -> Void)? = nil) -> SendEffectStage {
             SendEffectStage(
                 consumer: consumer(group), producer: producer(), effect: effect,
-                topics: .init(attempts: attempts, inbox: inbox), concurrency: 8, logger: Logger(label: "sender-effect-tests"),
+                topics: .init(attempts: attempts, inbox: AnswerRoute(inbox)), concurrency: 8, logger: Logger(label: "sender-effect-tests"),
                 beforeCommit: beforeCommit)
         }
 

@@ -1,5 +1,6 @@
 import DeliveryPolicy
 import Foundation
+import SenderCore
 public import FleetModel
 public import FleetWorkers
 public import Kafka
@@ -326,7 +327,8 @@ public struct PartitionMigration: Sendable {
         switch worker {
         case .delivery: return try await rekey(DeliveryEngine.State.self)
         case .reminder: return try await rekey(ReminderState.self)
-        case .score, .sync, .access, .sender:
+        case .sender: return try await rekey(SenderState.self)
+        case .score, .sync, .access:
             throw MigrationError(description: "\(worker.rawValue) cannot migrate (\(worker.whyNotMigrating))")
         }
     }

@@ -89,7 +89,7 @@ public struct FleetReplay: Sendable {
         let replayed = rerun.replayed
         let read = rerun.read
 
-        // Only the outputs the range's steps wrote (their id stems) and its dead letters are kept.
+        // Only the outputs the range's steps wrote (their steps' stems) and its dead letters are kept.
         let stems = replayed.stems
         var outputs: [KafkaMessage] = []
         var deadLetters: [KafkaMessage] = []
@@ -100,7 +100,7 @@ public struct FleetReplay: Sendable {
                 return read.range.contains(source)
             }
             guard let value = message.value, let record = try? RecordCodec.decode(value),
-                  let stem = PartitionReplay.stem(ofId: record.id) else { return false }
+                  let stem = PartitionReplay.stem(ofOutput: message, id: record.id) else { return false }
             return stems.contains(String(stem))
         }
         for message in recordedOutputs {

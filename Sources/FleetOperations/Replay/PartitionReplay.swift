@@ -69,7 +69,8 @@ public enum PartitionReplay {
             }
             guard let step = folded.step else { continue }
             for (index, (output, value)) in zip(step.outputs, folded.outputValues).enumerated() {
-                let record = LogFolding.producerRecord(for: output, value: value, index: index, of: folded.origin, in: logical)
+                let record = LogFolding.producerRecord(
+                    for: output, value: value, index: index, of: folded.origin, originIndex: folded.originIndex, in: logical)
                 replayed.outputs.append(ComparedRecord(record, key: output.record.id))
                 replayed.records.append(output.record)
             }
@@ -115,8 +116,16 @@ public enum PartitionReplay {
 
     /// The id stem of a step at `origin`: its output ids are `<stem>:<index>` (`OutputIDs`).
     public static func stem(of origin: SourceCoordinates, originIndex: Int?) -> String {
-        var ids = OutputIDs(origin: origin, originIndex: originIndex)
-        return String(ids.next().dropLast(2))  // the first id ends in ":0"
+        OutputIDs(origin: origin, originIndex: originIndex).stem
+    }
+
+    /// The stem of the step that wrote a recorded output: its `source-step` header where the
+    /// runtime wrote one (an output with an id of its own, `OutputRecord.hasOwnId`), else its
+    /// id's stem. A recorded output belongs to a replayed range exactly when this is the stem
+    /// of one of the range's steps.
+    public static func stem(ofOutput message: KafkaMessage, id: String) -> Substring? {
+        if let step = message.header(KafkaRecords.Header.sourceStep) { return Substring(decoding: step, as: UTF8.self) }
+        return stem(ofId: id)
     }
 
     /// The stem of an output id: everything before its last `:`.

@@ -6,8 +6,11 @@ public import Kafka
 /// What the worker recorded for a replayed range: the records of its output, dead-letter and
 /// history topics that the range's steps wrote.
 ///
-/// - An output belongs to the range when its id's stem is the stem of a replayed step (every
-///   output id is `<stem>:<index>`, the stem being the step's origin, see `OutputIDs`).
+/// - An output belongs to the range when the stem of the step that wrote it is the stem of a
+///   replayed step: its id's stem (an output id is `<stem>:<index>`, the stem being the step's
+///   origin, see `OutputIDs`), or for an output with an id of its own (the sender's attempts,
+///   `OutputRecord.hasOwnId`) the stem its `source-step` header names
+///   (`PartitionReplay.stem(ofOutput:id:)`).
 /// - A dead letter belongs to it when its `source-topic`/`source-partition`/`source-offset`
 ///   headers name a record of the range.
 /// - A history record belongs to it when the input offset its after-image is as of lies in the
@@ -37,7 +40,7 @@ public struct RecordedRange: Sendable {
         }.map(\.element)
         for message in ordered where user == nil || message.key == user.map({ Array($0.utf8) }) {
             guard let value = message.value, let record = try? RecordCodec.decode(value),
-                  let stem = PartitionReplay.stem(ofId: record.id), stems.contains(String(stem))
+                  let stem = PartitionReplay.stem(ofOutput: message, id: record.id), stems.contains(String(stem))
             else { continue }
             let (base, generation) = Topics.generationBase(of: message.topic)
             var compared = ComparedRecord(message, key: record.id)

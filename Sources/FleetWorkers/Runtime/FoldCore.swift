@@ -421,7 +421,8 @@ actor FoldCore<P: UserProcessor> {
         if let wakeUp, wakeUp <= timestamp {
             observer?.timerLateness(seconds: Double(timestamp.millisecondsSinceEpoch - wakeUp.millisecondsSinceEpoch) / 1000)
         }
-        emit(step.outputs, values: folded.outputValues, origin: folded.origin, recordTimestamp: message.timestamp, namespace: namespace, cause: cause)
+        emit(
+            step.outputs, values: folded.outputValues, origin: folded.origin, originIndex: folded.originIndex, recordTimestamp: message.timestamp, namespace: namespace, cause: cause)
 
         let input = KafkaRecords.coordinates(message)
         let logTime = fold.logTime ?? timestamp
@@ -501,14 +502,15 @@ actor FoldCore<P: UserProcessor> {
     }
 
     private func emit(
-        _ outputs: [OutputRecord], values: [[UInt8]], origin: SourceCoordinates, recordTimestamp: Int64?, namespace: TopicNamespace,
-        cause: InputPosition
+        _ outputs: [OutputRecord], values: [[UInt8]], origin: SourceCoordinates, originIndex: Int?, recordTimestamp: Int64?,
+        namespace: TopicNamespace, cause: InputPosition
     ) {
         for (index, (output, value)) in zip(outputs, values).enumerated() {
             // Records for an inbox go to the generation its owner currently takes writes in.
             var routed = output
             routed.topic = generations.route(output.topic)
-            unit.append(LogFolding.producerRecord(for: routed, value: value, index: index, of: origin, in: namespace), cause: cause)
+            unit.append(LogFolding.producerRecord(
+                for: routed, value: value, index: index, of: origin, originIndex: originIndex, in: namespace), cause: cause)
             observer?.recordOut(topic: output.topic, count: 1)
             switch output.record {
             case .decision(let decision):

@@ -108,21 +108,31 @@ public enum LogFolding {
         return encoded
     }
 
-    /// The Kafka record for the `index`-th output of the step at `origin`: an output for a fleet
-    /// inbox carries its provenance (see `KafkaRecords.producerRecord(_:from:index:in:)`).
+    /// The Kafka record for the `index`-th output of the step at `origin` (with `originIndex`,
+    /// the origin's position among its own step's outputs, for a record a fleet worker wrote):
+    /// - an output for a fleet inbox carries its provenance (see
+    ///   `KafkaRecords.producerRecord(_:from:index:in:)`);
+    /// - an output with an id of its own (`OutputRecord.hasOwnId`) names its step in a
+    ///   `source-step` header, since its id does not. Only those pay for the header: every other
+    ///   output's bytes are as before.
     public static func producerRecord(
-        for output: OutputRecord, index: Int, of origin: SourceCoordinates, in namespace: TopicNamespace
+        for output: OutputRecord, index: Int, of origin: SourceCoordinates, originIndex: Int?, in namespace: TopicNamespace
     ) -> ProducerRecord {
-        producerRecord(for: output, value: RecordCodec.encode(output.record), index: index, of: origin, in: namespace)
+        producerRecord(for: output, value: RecordCodec.encode(output.record), index: index, of: origin, originIndex: originIndex, in: namespace)
     }
 
     /// The same, with the value already encoded (`Folded.outputValues`).
     public static func producerRecord(
-        for output: OutputRecord, value: [UInt8], index: Int, of origin: SourceCoordinates, in namespace: TopicNamespace
+        for output: OutputRecord, value: [UInt8], index: Int, of origin: SourceCoordinates, originIndex: Int?,
+        in namespace: TopicNamespace
     ) -> ProducerRecord {
-        if KafkaRecords.isInbox(output.topic) {
-            return KafkaRecords.producerRecord(output, value: value, from: origin, index: index, in: namespace)
+        var record = KafkaRecords.isInbox(output.topic)
+            ? KafkaRecords.producerRecord(output, value: value, from: origin, index: index, in: namespace)
+            : KafkaRecords.producerRecord(output, value: value, in: namespace)
+        if output.hasOwnId {
+            record.headers.append(KafkaHeader(
+                KafkaRecords.Header.sourceStep, OutputIDs(origin: origin, originIndex: originIndex).stem))
         }
-        return KafkaRecords.producerRecord(output, value: value, in: namespace)
+        return record
     }
 }
