@@ -79,7 +79,7 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     /// they fire in (time, user id) order whatever order the states come in.
     @inlinable
     public init(processor: P, restoring states: [String: P.State], logTime: Timestamp?) {
-        self.init(processor: processor, restoring: states, holding: [:], decode: nil, logTime: logTime)
+        self.init(processor: processor, states: states, held: [:], decode: nil, logTime: logTime)
     }
 
     /// A partition restored lazily: `states` decoded (images without a recorded wake-up), `held`
@@ -89,7 +89,16 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     @inlinable
     public init(
         processor: P, restoring states: [String: P.State], holding held: [String: HeldStateImage],
-        decode: StateImageDecoder<P.State>?, logTime: Timestamp?
+        decode: @escaping StateImageDecoder<P.State>, logTime: Timestamp?
+    ) {
+        self.init(processor: processor, states: states, held: held, decode: decode, logTime: logTime)
+    }
+
+    /// The restoring initializers' one body: a decoder exactly when there may be held images.
+    @inlinable
+    init(
+        processor: P, states: [String: P.State], held: [String: HeldStateImage], decode: StateImageDecoder<P.State>?,
+        logTime: Timestamp?
     ) {
         self.processor = processor
         self.storedStates = states
