@@ -151,15 +151,13 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             step.deadLetter = RecordError("record of type '\(record.type)' has no user_id")
             return step
         }
-        var before = storedStates[user]
-        if before == nil, !heldImages.isEmpty {
-            do {
-                before = try decodeHeld(user)
-            } catch {
-                step.deadLetter = RecordError(
-                    "the state of user \(RecordError.quote(user)) restored from the changelog does not decode, so its records cannot be processed: \(error)")
-                return step
-            }
+        let before: P.State?
+        do {
+            before = try storedState(of: user)
+        } catch {
+            step.deadLetter = RecordError(
+                "the state of user \(RecordError.quote(user)) restored from the changelog does not decode, so its records cannot be processed: \(error)")
+            return step
         }
         let start = before ?? processor.initialState(userId: user)
         var state = start
@@ -243,15 +241,13 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         while let (user, due) = timers.popDue(by: limit) {
             let now = max(due, storedLogTime ?? due)
             storedLogTime = now
-            var before = storedStates[user]
-            if before == nil, !heldImages.isEmpty {
-                do {
-                    before = try decodeHeld(user)
-                } catch {
-                    step.undecodable.append(UndecodableState(userId: user, error: error))
-                    timers.rescheduleFired(user, to: nil, firedAt: now)
-                    continue
-                }
+            let before: P.State?
+            do {
+                before = try storedState(of: user)
+            } catch {
+                step.undecodable.append(UndecodableState(userId: user, error: error))
+                timers.rescheduleFired(user, to: nil, firedAt: now)
+                continue
             }
             let start = before ?? processor.initialState(userId: user)
             var state = start
@@ -262,6 +258,14 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             store(state, for: user, start: start, before: before, into: &step)
             timers.rescheduleFired(user, to: processor.nextWakeUp(state), firedAt: now)
         }
+    }
+
+    /// `user`'s stored state, decoding a held image on this first touch (nil: a user without
+    /// one). The one place a step reads a user's state, for records and timers alike.
+    @inlinable
+    mutating func storedState(of user: String) throws(StateImageError) -> P.State? {
+        if let state = storedStates[user] { return state }
+        return heldImages.isEmpty ? nil : try decodeHeld(user)
     }
 
     /// Decodes `user`'s held image, if it has one, and keeps the state decoded from then on. A
