@@ -11,11 +11,11 @@ import Testing
 /// running in the test process: what `SenderFleetTests` drives.
 struct SenderFleet {
     let harness: FleetHarness
-    let authority: TestCertificateAuthority
-    let apns: FakeAPNs
-    let fcm: FakeFCM
-    let email: FakeEmailAPI
-    let servers: [FakeHTTPServer]
+    /// The three stand-ins and their files, as `provider-fakes` serves them.
+    let standIns: ProviderStandIns
+    var apns: FakeAPNs { standIns.apns }
+    var fcm: FakeFCM { standIns.fcm }
+    var email: FakeEmailAPI { standIns.email }
     let directory: URL
     let processes: WorkerProcesses
     static let slot = WorkerProcesses.Slot(worker: .sender, instance: 0)
@@ -35,36 +35,17 @@ struct SenderFleet {
     /// - Parameter overrides: more variables for the process (they win).
     static func make(partitions: Int32 = 2, overrides: [String: String] = [:]) async throws -> SenderFleet {
         let harness = try await FleetHarness.make(partitions: partitions)
-        let authority = try TestCertificateAuthority()
-        let apns = FakeAPNs(), fcm = try FakeFCM(), email = FakeEmailAPI()
-        let apnsServer = try await FakeHTTPServer.start(authority: authority, respond: apns.respond)
-        let fcmServer = try await FakeHTTPServer.start(authority: authority, respond: fcm.respond)
-        let emailServer = try await FakeHTTPServer.start(authority: authority, respond: email.respond)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sender-fleet-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let files = [
-            "apns.p8": apns.signingKeyPEM, "fcm.json": fcm.serviceAccountJSON(baseURL: fcmServer.baseURL),
-            "email-key": email.apiKey + "\n", "ca.pem": authority.rootPEM,
-            "profile.yaml": try PolicyProfile.shippedYAML("rin") + senderSection,
-        ]
-        for (name, text) in files { try Data(text.utf8).write(to: directory.appendingPathComponent(name)) }
-        let path = { (name: String) in directory.appendingPathComponent(name).path }
-        let variables = [
-            "FLEET_PROFILE": path("profile.yaml"), "FLEET_TICK_INTERVAL_MS": "200", "FLEET_LOG_LEVEL": "notice",
-            "SENDER_APNS_ENDPOINT": apnsServer.baseURL, "SENDER_APNS_KEY_ID": apns.keyId, "SENDER_APNS_TEAM_ID": apns.teamId,
-            "SENDER_APNS_KEY_FILE": path("apns.p8"),
-            "SENDER_FCM_ENDPOINT": fcmServer.baseURL, "SENDER_FCM_SERVICE_ACCOUNT_FILE": path("fcm.json"),
-            "SENDER_EMAIL_ENDPOINT": emailServer.baseURL, "SENDER_EMAIL_API_KEY_FILE": path("email-key"),
-            "SENDER_EMAIL_FROM": "FitCircle <reminders@fitcircle.test>",
-            "SENDER_EMAIL_UNSUBSCRIBE_URL": "https://fitcircle.test/unsubscribe?user={user_id}",
-            "SENDER_CA_FILE": path("ca.pem"), "SENDER_REQUEST_TIMEOUT_MS": "3000",
-        ]
+        let standIns = try await ProviderStandIns.start(.init(directory: directory))
+        try Data((try PolicyProfile.shippedYAML("rin") + senderSection).utf8).write(to: directory.appendingPathComponent("profile.yaml"))
+        let variables = standIns.senderEnvironment.merging([
+            "FLEET_PROFILE": directory.appendingPathComponent("profile.yaml").path, "FLEET_TICK_INTERVAL_MS": "200",
+            "FLEET_LOG_LEVEL": "notice", "SENDER_REQUEST_TIMEOUT_MS": "3000",
+        ]) { $1 }
         let environment = harness.environment(for: .sender, variables.merging(overrides) { $1 })
         let processes = try WorkerProcesses(
             slots: [slot], logDirectory: directory.appendingPathComponent("logs"), environment: { _ in environment })
-        return SenderFleet(
-            harness: harness, authority: authority, apns: apns, fcm: fcm, email: email, servers: [apnsServer, fcmServer, emailServer],
-            directory: directory, processes: processes)
+        return SenderFleet(harness: harness, standIns: standIns, directory: directory, processes: processes)
     }
 
     func start() throws { try processes.start(Self.slot) }
@@ -72,7 +53,7 @@ struct SenderFleet {
     /// Kills the worker, stops the fakes, deletes the topics and the files.
     func tearDown() async {
         processes.killAll()
-        for server in servers { try? await server.stop() }
+        try? await standIns.stop()
         await harness.tearDown()
         try? FileManager.default.removeItem(at: directory)
     }
