@@ -40,7 +40,10 @@ struct SenderFleet {
         try Data((try PolicyProfile.shippedYAML("rin") + senderSection).utf8).write(to: directory.appendingPathComponent("profile.yaml"))
         let variables = standIns.senderEnvironment.merging([
             "FLEET_PROFILE": directory.appendingPathComponent("profile.yaml").path, "FLEET_TICK_INTERVAL_MS": "200",
-            "FLEET_LOG_LEVEL": "notice", "SENDER_REQUEST_TIMEOUT_MS": "3000",
+            // Far above any answer the fakes give: on a loaded CI machine a call can take seconds,
+            // and a timed-out call the provider accepted is retried as a new attempt (another
+            // send), which these scenarios do not test.
+            "FLEET_LOG_LEVEL": "notice", "SENDER_REQUEST_TIMEOUT_MS": "30000",
         ]) { $1 }
         let environment = harness.environment(for: .sender, variables.merging(overrides) { $1 })
         let processes = try WorkerProcesses(
