@@ -15,15 +15,16 @@ public import Kafka
 /// state's type; the one thing that depends on it, the newest image format the build decodes,
 /// is given at `init`.
 public struct ChangelogImages: Sendable {
-    public let committed: Int64?
+    private var rule: ChangelogRule
+    public var committed: Int64? { rule.committed }
     /// Users whose last committed record carries the wake-up: left undecoded.
     public private(set) var held: [String: HeldStateImage] = [:]
     /// Users whose last committed image must be decoded at restore (no wake-up recorded, a JSON
     /// envelope, or a format newer than this build reads).
     public private(set) var images: [String: KeptStateImage] = [:]
-    public private(set) var logTime: Timestamp?
+    public var logTime: Timestamp? { rule.logTime }
     /// The first cut found: a migration stopped folding this partition at that offset.
-    public private(set) var cut: (generation: Int, committedOffset: Int64)?
+    public var cut: (generation: Int, committedOffset: Int64)? { rule.cut }
     /// Changelog records read (states, positions and markers, valid or not).
     public private(set) var recordsRead = 0
     /// The newest image format this build decodes (nil: the state has no binary image, so
@@ -33,7 +34,7 @@ public struct ChangelogImages: Sendable {
     /// - Parameter committed: the partition's committed input offset; nil when nothing was
     ///   committed yet, so only records a migration re-keyed into the partition count.
     public init<State>(committed: Int64?, decoding _: State.Type) {
-        self.committed = committed
+        rule = ChangelogRule(committed: committed)
         readableFormat = (State.self as? any BinaryStateImage.Type)?.stateImageFormat
     }
 
@@ -44,12 +45,6 @@ public struct ChangelogImages: Sendable {
     }
 
     public var userCount: Int { held.count + images.count }
-
-    /// Nothing committed yet counts as offset 0: only records a migration re-keyed into this
-    /// generation (input offset -1) are valid then.
-    func isCommitted(_ inputOffset: Int64) -> Bool {
-        inputOffset < (committed ?? 0)
-    }
 
     /// Reads one record lent by the restore's reader: a state record costs its key and, when
     /// committed, a copy of its image; anything else is copied and read in full.
@@ -80,12 +75,12 @@ public struct ChangelogImages: Sendable {
     ) throws {
         recordsRead += 1
         guard isState else {
-            apply(try ChangelogRecords.controlEntry(of: copied()))
+            rule.apply(try ChangelogRecords.controlEntry(of: copied()))
             return
         }
         if let value, let key, value.first != UInt8(ascii: "{"),
            let peek = ChangelogRecords.peekState(value), peek.format == ChangelogRecords.envelopeFormat {
-            guard isCommitted(peek.inputOffset) else { return }
+            guard rule.isCommitted(peek.inputOffset) else { return }
             let user = String(decoding: key, as: UTF8.self)
             let image = Array(value[peek.image])
             if case .recorded(let wakeUp) = peek.wakeUp, let readableFormat,
@@ -100,7 +95,7 @@ public struct ChangelogImages: Sendable {
         // A JSON envelope (before binary images), or one this fast path does not read: the
         // full reader takes it, or names what is wrong with it.
         let image = try ChangelogRecords.stateImage(of: copied())
-        guard isCommitted(image.inputOffset) else { return }
+        guard rule.isCommitted(image.inputOffset) else { return }
         keep(KeptStateImage(image: [], offset: offset, read: image), for: image.userId)
     }
 
@@ -109,7 +104,26 @@ public struct ChangelogImages: Sendable {
         if !held.isEmpty { held[user] = nil }
     }
 
-    private mutating func apply(_ entry: ChangelogRecords.ControlEntry) {
+}
+
+/// The restore rule for everything but the states themselves: which input offsets count as
+/// committed, the log time of the last committed position, and the first cut. The one
+/// definition of it, for `ChangelogImages` (restores, a migration's re-key) and
+/// `StateRestorer.Builder` (a changelog read with every state decoded).
+public struct ChangelogRule: Sendable {
+    public let committed: Int64?
+    public private(set) var logTime: Timestamp?
+    public private(set) var cut: (generation: Int, committedOffset: Int64)?
+
+    public init(committed: Int64?) { self.committed = committed }
+
+    /// Nothing committed yet counts as offset 0: only records a migration re-keyed into this
+    /// generation (input offset -1) are valid then.
+    public func isCommitted(_ inputOffset: Int64) -> Bool {
+        inputOffset < (committed ?? 0)
+    }
+
+    public mutating func apply(_ entry: ChangelogRecords.ControlEntry) {
         switch entry {
         case .position(let inputOffset, let time, _):
             if isCommitted(inputOffset) { logTime = time }

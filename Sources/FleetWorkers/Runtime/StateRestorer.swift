@@ -197,8 +197,9 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                 }
                 // A hint only: bounded by the records there can be.
                 if let users, users > 0 {
-                    sizedFor = min(users, Int(marker))
-                    collector.reserveCapacity(users: min(users, Int(marker)))
+                    let bounded = min(users, Int(marker))
+                    sizedFor = bounded
+                    collector.reserveCapacity(users: bounded)
                 }
             }
             let read = try await KafkaPartitionReader.read(
@@ -258,34 +259,28 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     }
 
     /// One partition's changelog read in offset order, under the restore rule: per user the
-    /// last state below the committed offset, the last such log time, and the first cut. The
-    /// one definition of that rule, for restores and for a migration's re-key.
+    /// last state below the committed offset, the last such log time, and the first cut, with
+    /// every state decoded (`ChangelogRule` for all but the states, as `ChangelogImages` reads it).
     public struct Builder: Sendable {
-        public let committed: Int64?
+        private var rule: ChangelogRule
+        public var committed: Int64? { rule.committed }
         public private(set) var states: [String: State] = [:]
-        public private(set) var logTime: Timestamp?
-        public private(set) var cut: (generation: Int, committedOffset: Int64)?
-        var recordsRead = 0
+        public var logTime: Timestamp? { rule.logTime }
+        public var cut: (generation: Int, committedOffset: Int64)? { rule.cut }
 
-        public init(committed: Int64?) { self.committed = committed }
+        public init(committed: Int64?) { rule = ChangelogRule(committed: committed) }
 
         public mutating func apply(_ entry: ChangelogRecords.Entry<State>) {
             switch entry {
             case .state(let user, let inputOffset, let state):
-                if isCommitted(inputOffset) { states[user] = state }
+                if rule.isCommitted(inputOffset) { states[user] = state }
             case .position(let inputOffset, let time):
-                if isCommitted(inputOffset) { logTime = time }
-            case .marker:
-                break
+                rule.apply(.position(inputOffset: inputOffset, logTime: time, users: nil))
+            case .marker(let nonce):
+                rule.apply(.marker(nonce: nonce))
             case .cut(let generation, let offset):
-                if cut == nil { cut = (generation, offset) }
+                rule.apply(.cut(generation: generation, committedOffset: offset))
             }
-        }
-
-        /// Nothing committed yet counts as offset 0: only records a migration re-keyed into this
-        /// generation (input offset -1) are valid then.
-        func isCommitted(_ inputOffset: Int64) -> Bool {
-            inputOffset < (committed ?? 0)
         }
     }
 }
