@@ -19,9 +19,8 @@ actor FoldCore<P: UserProcessor> {
 
     struct FoldPartition {
         var phase: Phase
-        var fold: PartitionFold<P>?
-        /// The next offset to fold; anything below was folded (or is a re-delivered copy).
-        var nextOffset: Int64?
+        /// The task folding the partition while it is active.
+        var lane: FoldLane<P>?
         var lastActivity: ContinuousClock.Instant
         var lastTick: ContinuousClock.Instant?
     }
@@ -45,6 +44,8 @@ actor FoldCore<P: UserProcessor> {
     let health: RuntimeHealth
     let logger: Logger
     let restoreRequests: AsyncStream<RestoreRequest>.Continuation
+    /// Where new lanes go to be run (`WorkerRuntime`'s lane group).
+    let laneStarts: AsyncStream<FoldLane<P>>.Continuation
     /// The co-partitioned count found at start-up.
     let partitionCount: Int
     /// The layout's ingest sources by physical topic (looked up per record).
@@ -61,10 +62,13 @@ actor FoldCore<P: UserProcessor> {
     /// Set when this layout must not run any more (a partition it would fold was cut by a
     /// migration to a later generation): the runtime restarts on the current registry.
     private(set) var staleLayout: String?
-    private var unit = CommitUnit<[UInt8]>()
-    /// Per user, the encoded state last written in this unit: the next change's `before` image
-    /// (`FLEET_STATE_IMAGES=json`, which writes a change record per state change).
-    private var encodedInUnit: [Int32: [String: [UInt8]]] = [:]
+    /// The open unit's ingest part (forwards, carried records, ticks, their dead letters); each
+    /// lane holds its partition's part until the unit is sealed.
+    private var unit = CommitUnit()
+    /// Records handed to lanes since the last seal (the unit's size as far as the lanes go).
+    private var dispatchedSinceSeal = 0
+    /// Numbers lanes, so a lane's late call is told from its replacement's.
+    private var laneCount = 0
     private var generation = 0
     /// Topics not processed because their partition count changed, with the operator message.
     private(set) var mismatches: [String: String] = [:]
@@ -81,13 +85,20 @@ actor FoldCore<P: UserProcessor> {
     /// instead of restoring when its partition's committed offset is still the one it reached
     /// (nobody folded it meanwhile), so a rebalance restores only the partitions that moved.
     private var parked: [Int32: (fold: PartitionFold<P>, nextOffset: Int64?)] = [:]
-    /// Commit units produced so far, counted for `FLEET_CRASH_DRILL_AFTER_UNITS`.
-    private var producedUnits = 0
+    /// A sealed unit on its way to the broker, at most one at a time.
+    private struct Flight {
+        var outcome: Handoff<ShipmentOutcome>
+        var task: Task<Void, Never>
+    }
+
+    private var flight: Flight?
+    /// How this run's units go to the broker.
+    private let shipment: UnitShipment
 
     init(
         processor: P, layout: TopicLayout, settings: WorkerSettings, consumer: KafkaConsumer, producer: KafkaProducer,
         observer: (any RuntimeObserver)?, health: RuntimeHealth, logger: Logger, restoreRequests: AsyncStream<RestoreRequest>.Continuation,
-        partitionCount: Int, generations: GenerationMap
+        laneStarts: AsyncStream<FoldLane<P>>.Continuation, partitionCount: Int, generations: GenerationMap
     ) {
         self.processor = processor
         self.layout = layout
@@ -98,9 +109,13 @@ actor FoldCore<P: UserProcessor> {
         self.health = health
         self.logger = logger
         self.restoreRequests = restoreRequests
+        self.laneStarts = laneStarts
         self.partitionCount = partitionCount
         self.generations = generations
         self.ingestSources = layout.ingestSources
+        self.shipment = UnitShipment(
+            guarantee: settings.guarantee, producer: producer, consumer: consumer, layout: layout, logger: logger,
+            crashDrill: settings.crashDrillAfterUnits.map { CrashDrill(after: $0, logger: logger) })
     }
 
     // MARK: Assignment
@@ -119,8 +134,8 @@ actor FoldCore<P: UserProcessor> {
             }
             if partition.topic == layout.foldedTopic {
                 generation += 1
-                folded[partition.partition] = FoldPartition(
-                    phase: .restoring(generation: generation), fold: nil, nextOffset: nil, lastActivity: .now)
+                folded[partition.partition]?.lane?.discard()
+                folded[partition.partition] = FoldPartition(phase: .restoring(generation: generation), lane: nil, lastActivity: .now)
                 request.partitions[partition.partition] = generation
             } else if ingestSources[partition.topic] != nil {
                 ingest.insert(partition)
@@ -141,9 +156,10 @@ actor FoldCore<P: UserProcessor> {
     func revoked(_ partitions: [TopicPartition]) async throws(WorkerStopped) {
         try await commit()
         for partition in partitions where partition.topic == layout.foldedTopic {
-            // A failed commit rewound every fold (phase restoring, no fold): nothing to park.
-            guard let entry = folded[partition.partition], entry.phase == .active, let fold = entry.fold else { continue }
-            parked[partition.partition] = (fold, entry.nextOffset)
+            // A failed commit rewound every fold (phase restoring, no lane): nothing to park.
+            guard let entry = folded[partition.partition], entry.phase == .active, let lane = entry.lane else { continue }
+            folded[partition.partition]?.lane = nil
+            if let kept = await lane.stop() { parked[partition.partition] = kept }
         }
         forget(partitions)
     }
@@ -168,7 +184,8 @@ actor FoldCore<P: UserProcessor> {
                 ])
                 continue
             }
-            folded[partition] = FoldPartition(phase: .active, fold: kept.fold, nextOffset: committed[partition], lastActivity: .now)
+            folded[partition] = FoldPartition(
+                phase: .active, lane: startLane(partition, fold: kept.fold, nextOffset: committed[partition]), lastActivity: .now)
             seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
             if let offset = committed[partition] { committedOffsets[TopicPartition(layout.foldedTopic, partition)] = offset }
             rest.partitions[partition] = nil
@@ -186,6 +203,7 @@ actor FoldCore<P: UserProcessor> {
     /// open unit mixes their work with the others', so it is discarded whole and every remaining
     /// partition rewinds to its committed offset and state.
     func lost(_ partitions: [TopicPartition]) async {
+        await abandonFlight()
         forget(partitions)
         await rewindAll(reason: "partitions \(partitions.map(\.description).joined(separator: ",")) were lost")
     }
@@ -193,8 +211,8 @@ actor FoldCore<P: UserProcessor> {
     private func forget(_ partitions: [TopicPartition]) {
         for partition in partitions {
             if partition.topic == layout.foldedTopic {
+                folded[partition.partition]?.lane?.discard()
                 folded[partition.partition] = nil
-                encodedInUnit[partition.partition] = nil
             } else if ingestSources[partition.topic] != nil {
                 ingest.remove(partition)
             } else if partition.topic == layout.carriedTopic {
@@ -203,7 +221,7 @@ actor FoldCore<P: UserProcessor> {
             committedOffsets[partition] = nil
             observer?.clearLag(topic: settings.topics.logical(partition.topic) ?? partition.topic, partition: Int(partition.partition))
         }
-        unit.drop(Set(partitions), foldedTopic: layout.foldedTopic)
+        unit.drop(Set(partitions))
         reportRestoring()
     }
 
@@ -212,15 +230,17 @@ actor FoldCore<P: UserProcessor> {
     /// committed offsets. What the unit held will be processed again, identically.
     func rewindAll(reason: String) async {
         logger.warning("rewinding to the committed offsets and state", metadata: ["reason": "\(reason)"])
+        await abandonFlight()
         parked = [:]
         unit = CommitUnit()
-        encodedInUnit = [:]
+        dispatchedSinceSeal = 0
         var request = RestoreRequest(partitions: [:])
         var pause: [TopicPartition] = []
         for partition in folded.keys.sorted() {
             generation += 1
             folded[partition]?.phase = .restoring(generation: generation)
-            folded[partition]?.fold = nil
+            folded[partition]?.lane?.discard()
+            folded[partition]?.lane = nil
             request.partitions[partition] = generation
             pause.append(TopicPartition(layout.foldedTopic, partition))
         }
@@ -271,7 +291,7 @@ actor FoldCore<P: UserProcessor> {
                 processor: processor, restoring: result.states, holding: result.held,
                 decode: { image throws(StateImageError) in try StateCoding.decode(image, as: P.State.self) }, logTime: result.logTime)
             folded[partition] = FoldPartition(
-                phase: .active, fold: fold, nextOffset: committed[partition], lastActivity: .now)
+                phase: .active, lane: startLane(partition, fold: fold, nextOffset: committed[partition]), lastActivity: .now)
             seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
             if let offset = committed[partition] { committedOffsets[TopicPartition(layout.foldedTopic, partition)] = offset }
             observer?.restoredStates(count: result.userCount)
@@ -331,6 +351,7 @@ actor FoldCore<P: UserProcessor> {
     /// commits the open unit first.
     func route(_ map: GenerationMap) {
         generations = map
+        for entry in folded.values { entry.lane?.route(map) }
     }
 
     func reportRestoring() {
@@ -350,15 +371,20 @@ actor FoldCore<P: UserProcessor> {
 
     // MARK: Processing
 
-    /// Folds or forwards one batch into the open unit.
+    /// Hands one batch's records of the folded log to their partitions' lanes and forwards the
+    /// ingest and carried records into the open unit. A lane over its high-water mark has its
+    /// partition paused until it drains (`laneDrained`).
     func process(_ batch: [KafkaMessage]) {
         let now = ContinuousClock.now
         var inCounts: [String: Int] = [:]
+        var lanes: [Int32: [KafkaMessage]] = [:]
         let namespace = settings.topics
         for message in batch {
             if mismatches[message.topic] != nil { continue }
             if message.topic == layout.foldedTopic {
-                guard fold(message, namespace: namespace, now: now) else { continue }
+                // Counted by the lane, which skips re-delivered copies.
+                lanes[message.partition, default: []].append(message)
+                continue
             } else if let source = ingestSources[message.topic] {
                 guard ingest.contains(message.topicPartition) else { continue }
                 forward(message, from: source, namespace: namespace)
@@ -373,91 +399,57 @@ actor FoldCore<P: UserProcessor> {
             unit.touch(at: now)
         }
         for (topic, count) in inCounts { observer?.recordIn(topic: topic, count: count) }
+        var full: [TopicPartition] = []
+        for (partition, records) in lanes {
+            // Not ours to fold now (restoring, revoked): dropped, and read again from the
+            // offset the restore seeks to.
+            guard let entry = folded[partition], entry.phase == .active, let lane = entry.lane else { continue }
+            if lane.submit(records) { full.append(TopicPartition(layout.foldedTopic, partition)) }
+            folded[partition]?.lastActivity = now
+            dispatchedSinceSeal += records.count
+            unit.touch(at: now)
+        }
+        guard !full.isEmpty else { return }
+        do {
+            try consumer.pause(full)
+        } catch {
+            logger.error("pause of a full lane failed", metadata: ["partitions": "\(full)", "error": "\(error)"])
+            for partition in full { folded[partition.partition]?.lane?.clearPaused() }
+        }
     }
 
-    /// Folds one record of the folded log; false when the partition is not ours to fold now
-    /// (restoring, revoked) or the record was folded already.
-    private func fold(_ physical: KafkaMessage, namespace: TopicNamespace, now: ContinuousClock.Instant) -> Bool {
-        let partition = physical.partition
-        guard var entry = folded[partition], entry.phase == .active, entry.fold != nil else { return false }
-        if let next = entry.nextOffset, physical.offset < next { return false }
-        // Take the fold out of the table and out of `entry` while it mutates: a copy left in
-        // either shares the fold's storage, and then every state update copied the partition's
-        // whole state dictionary and timer index (quadratic in users: 2 000 records/s).
-        folded[partition]?.fold = nil
-        guard var fold = entry.fold.take() else { return false }
-        defer {
-            entry.fold = fold
-            entry.nextOffset = physical.offset + 1
-            entry.lastActivity = now
-            folded[partition] = entry
+    /// Starts a lane folding `partition` from `nextOffset` with `fold`.
+    private func startLane(_ partition: Int32, fold: PartitionFold<P>, nextOffset: Int64?) -> FoldLane<P> {
+        laneCount += 1
+        var mine: [Int64: Quarantine] = [:]
+        for (input, quarantine) in quarantined
+        where input.partition.topic == layout.foldedTopic && input.partition.partition == partition {
+            mine[input.offset] = quarantine
         }
+        let context = PartitionLane<P>.Context(
+            processor: processor, layout: layout, settings: settings, observer: observer, logger: logger)
+        let lane = FoldLane(
+            id: laneCount,
+            lane: PartitionLane(
+                partition: partition, fold: fold, nextOffset: nextOffset, context: context, generations: generations,
+                quarantined: mine),
+            highWater: max(4 * settings.batchMaxRecords, 4_000),
+            drained: { [weak self] partition, id in await self?.laneDrained(partition, lane: id) })
+        laneStarts.yield(lane)
+        return lane
+    }
 
-        var message = physical
-        message.topic = namespace.logical(physical.topic) ?? physical.topic
-        let cause = InputPosition(partition: physical.topicPartition, offset: physical.offset)
-        if unit.unitStarts[partition] == nil { unit.unitStarts[partition] = physical.offset }
-        if !quarantined.isEmpty, let quarantine = quarantined[cause] {
-            // Its outputs failed to produce again and again: dead-lettered as it is, the fold
-            // untouched (as for a record that does not decode), so the partition goes on.
-            deadLetter(message, error: quarantine.error, namespace: namespace, cause: cause, quarantinedAfter: quarantine.attempts)
-            return true
+    /// A lane paused for being full has drained: its partition fetches again, unless it was
+    /// replaced, or paused for another reason, meanwhile.
+    private func laneDrained(_ partition: Int32, lane id: Int) {
+        guard let entry = folded[partition], entry.phase == .active, entry.lane?.id == id,
+              mismatches[layout.foldedTopic] == nil
+        else { return }
+        do {
+            try consumer.resume([TopicPartition(layout.foldedTopic, partition)])
+        } catch {
+            logger.error("resume of a drained lane failed", metadata: ["partition": "\(partition)", "error": "\(error)"])
         }
-        let wakeUp = fold.nextWakeUp
-        let logTimeBefore = fold.logTime
-        let folded = LogFolding.fold(message, into: &fold, limits: settings.limits, images: settings.stateImages)
-        if let error = folded.deadLetter { deadLetter(message, error: error, namespace: namespace, cause: cause) }
-        guard let step = folded.step else { return true }
-        for failure in step.undecodable {
-            logger.error("a timer was dropped: the user's state restored from the changelog does not decode", metadata: [
-                "partition": "\(physical.topicPartition)", "user": "\(RecordError.quote(failure.userId))", "error": "\(failure.error)",
-            ])
-        }
-        if let failure = folded.stateEncodingError {
-            fatal = WorkerStopped(description: failure)
-            return true
-        }
-        let timestamp = folded.timestamp
-        if let wakeUp, wakeUp <= timestamp {
-            observer?.timerLateness(seconds: Double(timestamp.millisecondsSinceEpoch - wakeUp.millisecondsSinceEpoch) / 1000)
-        }
-        emit(
-            step.outputs, values: folded.outputValues, origin: folded.origin, originIndex: folded.originIndex, recordTimestamp: message.timestamp, namespace: namespace, cause: cause)
-
-        let input = KafkaRecords.coordinates(message)
-        let logTime = fold.logTime ?? timestamp
-        for (change, after) in zip(step.changes, folded.stateImages) {
-            let wakeUp = P.nextWakeUpDependsOnStateAlone ? processor.nextWakeUp(change.after) : nil
-            unit.states[partition, default: [:]][change.userId] = (after, physical.offset, wakeUp)
-            switch settings.stateImages {
-            case .binary:
-                // One history image per changed user per unit, written with the unit (`commit`).
-                unit.changes[partition, default: [:]][change.userId, default: UnitChanges(logTime: logTime)]
-                    .record(physical.offset, logTime: logTime)
-            case .json:
-                // What the builds before binary images wrote, so a rollback to them loses nothing:
-                // a change record per state change, with its before-image.
-                let before: [UInt8]?
-                if let cached = encodedInUnit[partition]?[change.userId] {
-                    before = cached
-                } else {
-                    do {
-                        before = try change.before.map { try StateCoding.encode($0, as: .json) }
-                    } catch {
-                        fatal = WorkerStopped(description: "cannot encode the state of user \(change.userId): \(error)")
-                        continue
-                    }
-                }
-                encodedInUnit[partition, default: [:]][change.userId] = after
-                unit.append(ChangelogRecords.change(
-                    userId: change.userId, before: before, after: after, input: input, logTime: logTime,
-                    topic: layout.historyTopic, partition: partition), cause: cause)
-            }
-        }
-        if fold.logTime != logTimeBefore, let time = fold.logTime {
-            unit.positions[partition] = (physical.offset, time, fold.userCount)
-        }
-        return true
     }
 
     /// The ingest stage: validates an external record and forwards it into the inbox, keyed by
@@ -501,51 +493,13 @@ actor FoldCore<P: UserProcessor> {
         observer?.recordOut(topic: log, count: 1)
     }
 
-    private func emit(
-        _ outputs: [OutputRecord], values: [[UInt8]], origin: SourceCoordinates, originIndex: Int?, recordTimestamp: Int64?,
-        namespace: TopicNamespace, cause: InputPosition
-    ) {
-        for (index, (output, value)) in zip(outputs, values).enumerated() {
-            // Records for an inbox go to the generation its owner currently takes writes in.
-            var routed = output
-            routed.topic = generations.route(output.topic)
-            unit.append(LogFolding.producerRecord(
-                for: routed, value: value, index: index, of: origin, originIndex: originIndex, in: namespace), cause: cause)
-            observer?.recordOut(topic: output.topic, count: 1)
-            switch output.record {
-            case .decision(let decision):
-                observer?.decision(outcome: decision.outcome, reason: decision.reason, rule: decision.rule)
-            case .delivery(let delivery):
-                observer?.delivery(category: delivery.category, channel: delivery.channel)
-                if delivery.category.uppercased() == "SECURITY", let arrived = recordTimestamp {
-                    let wall = RuntimeClock.wallClock().millisecondsSinceEpoch
-                    observer?.securityDeliveryLatency(seconds: Double(max(0, wall - arrived)) / 1000)
-                }
-            default:
-                break
-            }
-        }
-    }
-
-    /// `quarantinedAfter`: the input is dead-lettered because its records failed to produce
-    /// that many times; it is then always carried by reference (the smallest dead letter
-    /// there is), since the broker may have refused the value itself.
     private func deadLetter(
         _ message: KafkaMessage, error: RecordError, namespace: TopicNamespace, cause: InputPosition, quarantinedAfter: Int? = nil
     ) {
-        logger.warning("dead-lettered", metadata: [
-            "source": "\(message.topic)[\(message.partition)]@\(message.offset)", "error": "\(error.message)",
-            "bytes": "\((message.key?.count ?? 0) + (message.value?.count ?? 0))",
-        ])
-        var limits = settings.limits
-        var extra: [KafkaHeader] = []
-        if let quarantinedAfter {
-            limits.maxRecordBytes = 0
-            extra = [KafkaHeader(KafkaRecords.Header.quarantined, String(quarantinedAfter))]
-        }
-        unit.append(KafkaRecords.deadLetter(message, error: error, in: namespace, limits: limits, extraHeaders: extra), cause: cause)
-        observer?.deadLetter(topic: message.topic)
-        observer?.recordOut(topic: Topics.deadLetter(of: message.topic), count: 1)
+        unit.append(
+            DeadLetters.record(
+                for: message, error: error, settings: settings, observer: observer, logger: logger, quarantinedAfter: quarantinedAfter),
+            cause: cause)
     }
 
     // MARK: Ticks
@@ -558,7 +512,7 @@ actor FoldCore<P: UserProcessor> {
         guard layout.worker.ownsItsLog else { return }
         for (partition, entry) in folded where entry.phase == .active {
             guard now - entry.lastActivity >= interval,
-                  let wakeUp = entry.fold?.nextWakeUp, wakeUp <= wallClock
+                  let wakeUp = entry.lane?.nextWakeUp, wakeUp <= wallClock
             else { continue }
             if let last = entry.lastTick, now - last < interval { continue }
             let tick = Tick(id: "\(layout.topics.log):\(partition):tick:\(wallClock.millisecondsSinceEpoch)")
@@ -574,102 +528,94 @@ actor FoldCore<P: UserProcessor> {
 
     // MARK: Commit
 
-    /// Whether the open unit has collected for a commit interval.
+    /// Whether the open unit has collected for a commit interval (or grown large).
     func isDue(now: ContinuousClock.Instant) -> Bool {
         guard let opened = unit.openedAt else { return false }
-        return now - opened >= settings.commitInterval || unit.records.count >= 50_000
+        return now - opened >= settings.commitInterval || unit.records.count + dispatchedSinceSeal >= 50_000
     }
 
-    /// Commits the open unit (DESIGN.md principle 4). A failure that leaves the unit
-    /// uncommitted rewinds every partition to its committed offsets and state; a fatal or
-    /// fencing error throws `WorkerStopped`.
+    /// Commits the open unit now and waits for it (a revocation, a route change, shutdown):
+    /// lands the unit in flight, if any, then seals and ships the open one and lands it. A
+    /// failure that leaves a unit uncommitted rewinds every partition to its committed offsets
+    /// and state; a fatal or fencing error throws `WorkerStopped`.
     func commit() async throws(WorkerStopped) {
+        try await land()
         if let fatal { throw fatal }
-        guard !unit.isEmpty else { return }
-        var records = unit.records
-        var causes = unit.causes
-        for (partition, users) in unit.states.sorted(by: { $0.key < $1.key }) {
-            for (user, entry) in users.sorted(by: { $0.key < $1.key }) {
-                records.append(ChangelogRecords.state(
-                    userId: user, image: entry.state, inputOffset: entry.inputOffset,
-                    wakeUp: P.nextWakeUpDependsOnStateAlone ? .recorded(entry.wakeUp) : .unrecorded,
-                    topic: layout.stateTopic, partition: partition))
-                causes.append(InputPosition(partition: TopicPartition(layout.foldedTopic, partition), offset: entry.inputOffset))
-            }
+        launch()
+        try await land()
+    }
+
+    /// The pipelined commit of the consume and housekeeping loops: lands the unit in flight
+    /// once it is done, and ships the open unit when it is due and nothing is in flight. The
+    /// lanes fold on meanwhile; only landing a failed unit stops them (the rewind).
+    func commitIfDue(now: ContinuousClock.Instant) async throws(WorkerStopped) {
+        if let flight {
+            guard flight.outcome.isFulfilled else { return }
+            try await land()
         }
-        for (partition, users) in unit.changes.sorted(by: { $0.key < $1.key }) {
-            guard let unitStart = unit.unitStarts[partition], let images = unit.states[partition] else { continue }
-            for (user, changes) in users.sorted(by: { $0.key < $1.key }) {
-                guard let image = images[user], let last = changes.offsets.last else { continue }
-                records.append(ChangelogRecords.historyImage(
-                    userId: user, after: image.state, unitStart: unitStart, changed: changes.offsets, logTime: changes.logTime,
-                    inputTopic: layout.topics.log, topic: layout.historyTopic, partition: partition))
-                causes.append(InputPosition(partition: TopicPartition(layout.foldedTopic, partition), offset: last))
-            }
-        }
-        for (partition, position) in unit.positions.sorted(by: { $0.key < $1.key }) {
-            records.append(ChangelogRecords.position(
-                logTime: position.logTime, inputOffset: position.inputOffset, users: position.users, topic: layout.stateTopic,
-                partition: partition))
-            causes.append(nil)
-        }
-        let offsets = unit.offsets
-        let started = ContinuousClock.now
-        switch settings.guarantee {
-        case .exactlyOnce:
-            do {
-                try producer.beginTransaction()
-                _ = try await producer.send(records)
-                crashDrill()
-                if !offsets.isEmpty {
-                    try await producer.sendOffsetsToTransaction(offsets, groupMetadata: consumer.groupMetadata())
-                }
-                try await commitTransaction()
-            } catch {
-                if error.isFatal || error.isFenced {
-                    throw WorkerStopped(description: "the transactional producer cannot go on: \(error)")
-                }
-                do {
-                    try await producer.abortTransaction()
-                } catch {
-                    throw WorkerStopped(description: "aborting the transaction failed: \(error)")
-                }
-                observer?.commit(result: .aborted)
-                await unitFailed(error, causes: causes, what: "the transaction was aborted")
-                return
-            }
-        case .atLeastOnce:
-            do {
-                _ = try await producer.send(records)
-            } catch {
-                observer?.commit(result: .aborted)
-                await unitFailed(error, causes: causes, what: "producing the unit failed")
-                return
-            }
-            crashDrill()
-            do {
-                try await consumer.commit(offsets)
-            } catch {
-                // The outputs are out; whoever owns these partitions next repeats the tail as
-                // exact copies with the same ids. Keep going: the next commit covers it.
-                logger.warning("offset commit failed", metadata: ["error": "\(error)"])
-            }
-        }
-        let elapsed = ContinuousClock.now - started
-        observer?.commitLatency(RuntimeClock.seconds(elapsed), guarantee: settings.guarantee)
-        observer?.commit(result: .committed)
-        // Outputs, forwards, ticks and dead letters were counted as they were made; the
-        // changelog and history records are counted here, without copying the unit.
-        var stateRecords = 0, historyRecords = 0
-        for record in records {
-            if record.topic == layout.stateTopic { stateRecords += 1 } else if record.topic == layout.historyTopic { historyRecords += 1 }
-        }
-        observer?.recordOut(topic: layout.topics.state, count: stateRecords)
-        observer?.recordOut(topic: layout.topics.history, count: historyRecords)
-        committedOffsets.merge(offsets) { _, new in new }
+        if let fatal { throw fatal }
+        if isDue(now: now) { launch() }
+    }
+
+    /// Seals the open unit — the ingest part now, each lane's part after the records it was
+    /// handed so far — and ships it on its own task.
+    private func launch() {
+        guard fatal == nil, flight == nil else { return }
+        let ingest = unit
         unit = CommitUnit()
-        encodedInUnit = [:]
-        unitSucceeded(committed: offsets)
+        let parts = dispatchedSinceSeal > 0 || !ingest.isEmpty ? activeLanes().map { $0.seal() } : []
+        dispatchedSinceSeal = 0
+        guard !ingest.isEmpty || !parts.isEmpty else { return }
+        let shipment = self.shipment
+        let outcome = Handoff<ShipmentOutcome>()
+        // Unstructured, but never left behind: every path that ends a run or rewinds waits for
+        // the flight first (`land`, `abandonFlight`).
+        let task = Task {
+            let shipped: ShipmentOutcome = await shipment.ship(ingest: ingest, parts: parts)
+            outcome.fulfil(shipped)
+        }
+        flight = Flight(outcome: outcome, task: task)
+    }
+
+    /// Waits for the unit in flight and applies its outcome: offsets and counters on success; a
+    /// rewind of every partition on failure (the lanes' next unit goes with it).
+    private func land() async throws(WorkerStopped) {
+        guard let current = flight else { return }
+        flight = nil
+        let outcome = await current.outcome.value
+        switch outcome {
+        case .empty:
+            return
+        case .committed(let offsets, let stateRecords, let historyRecords, let elapsed):
+            observer?.commitLatency(RuntimeClock.seconds(elapsed), guarantee: settings.guarantee)
+            observer?.commit(result: .committed)
+            // Outputs, forwards, ticks and dead letters were counted as they were made.
+            observer?.recordOut(topic: layout.topics.state, count: stateRecords)
+            observer?.recordOut(topic: layout.topics.history, count: historyRecords)
+            committedOffsets.merge(offsets) { _, new in new }
+            unitSucceeded(committed: offsets)
+        case .failed(let error, let causes, let what):
+            observer?.commit(result: .aborted)
+            await unitFailed(error, causes: causes, what: what)
+        case .abandoned(let reason):
+            observer?.commit(result: .aborted)
+            await rewindAll(reason: reason)
+        case .stopped(let stopped):
+            stop(stopped)
+            throw stopped
+        }
+    }
+
+    /// Waits for the unit in flight without applying it: the caller rewinds or ends anyway.
+    private func abandonFlight() async {
+        guard let current = flight else { return }
+        flight = nil
+        if case .stopped(let stopped) = await current.outcome.value { fatal = stopped }
+    }
+
+    /// Active lanes in partition order.
+    private func activeLanes() -> [FoldLane<P>] {
+        folded.keys.sorted().compactMap { folded[$0]?.phase == .active ? folded[$0]?.lane : nil }
     }
 
     // MARK: Failed units
@@ -760,34 +706,6 @@ actor FoldCore<P: UserProcessor> {
         }
     }
 
-    /// The crash drill (`FLEET_CRASH_DRILL_AFTER_UNITS`): dies like a killed pod — no shutdown
-    /// hook, nothing flushed or committed — right after the n-th unit's records were acknowledged
-    /// and before its offsets (or its transaction) are committed: the window in which a crash
-    /// must neither lose nor repeat anything (DESIGN.md principle 4). A timed external kill
-    /// rarely lands there when units are small.
-    private func crashDrill() {
-        guard let after = settings.crashDrillAfterUnits else { return }
-        producedUnits += 1
-        guard producedUnits == after else { return }
-        logger.critical("crash drill: killing this process after producing commit unit \(after), before committing it (FLEET_CRASH_DRILL_AFTER_UNITS)")
-        fflush(nil)  // every stdio stream, so the log says why the process died
-        kill(getpid(), SIGKILL)
-    }
-
-    /// `commit_transaction`, retried while librdkafka says a retry can succeed.
-    private func commitTransaction() async throws(KafkaError) {
-        var attempt = 0
-        while true {
-            do {
-                try await producer.commitTransaction()
-                return
-            } catch where error.isRetriable && !error.requiresAbort && attempt < 5 {
-                attempt += 1
-                logger.warning("transaction commit will be retried", metadata: ["error": "\(error)"])
-            }
-        }
-    }
-
     // MARK: Health
 
     /// Ends the wait for a first assignment: a member the group gives nothing is still ready.
@@ -859,6 +777,13 @@ actor FoldCore<P: UserProcessor> {
     /// Ingest partitions by topic, then partition: the order rewinds seek them in.
     private static func sourceOrder(_ a: TopicPartition, _ b: TopicPartition) -> Bool {
         (a.topic, a.partition) < (b.topic, b.partition)
+    }
+
+    /// Ends every lane (the run is over; whatever they hold uncommitted is redone by the next
+    /// owner of their partitions).
+    func discardLanes() async {
+        await abandonFlight()
+        for partition in folded.keys { folded[partition]?.lane?.discard() }
     }
 
     func stop(_ error: WorkerStopped) {

@@ -85,10 +85,38 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         }
 
         let (requests, requestSink) = AsyncStream.makeStream(of: FoldCore<P>.RestoreRequest.self)
+        let (lanes, laneStarts) = AsyncStream.makeStream(of: FoldLane<P>.self)
         let core = FoldCore(
             processor: processor, layout: layout, settings: settings, consumer: consumer, producer: producer,
-            observer: observer, health: health, logger: logger, restoreRequests: requestSink, partitionCount: partitionCount,
-            generations: generations)
+            observer: observer, health: health, logger: logger, restoreRequests: requestSink, laneStarts: laneStarts,
+            partitionCount: partitionCount, generations: generations)
+        // Each folded partition's lane runs as a child of this group until it is stopped or
+        // discarded; the group outlives the run's loops, so the last commit still seals them.
+        return try await withThrowingTaskGroup(of: Void.self) { laneGroup in
+            laneGroup.addTask {
+                await withDiscardingTaskGroup { running in
+                    for await lane in lanes { running.addTask { await lane.run() } }
+                }
+            }
+            defer { laneStarts.finish() }
+            do {
+                let end = try await run(core: core, layout: layout, admin: admin, consumer: consumer, producer: producer,
+                                        markerProducer: markerProducer, partitionCount: partitionCount, requests: requests,
+                                        requestSink: requestSink, generations: generations)
+                await core.discardLanes()
+                return end
+            } catch {
+                await core.discardLanes()
+                throw error
+            }
+        }
+    }
+
+    private func run(
+        core: FoldCore<P>, layout: TopicLayout, admin: KafkaAdmin, consumer: KafkaConsumer, producer: KafkaProducer,
+        markerProducer: KafkaProducer, partitionCount: Int, requests: AsyncStream<FoldCore<P>.RestoreRequest>,
+        requestSink: AsyncStream<FoldCore<P>.RestoreRequest>.Continuation, generations: GenerationMap
+    ) async throws -> RunEnd {
         let lock = AsyncLock()
         let observer = self.observer
         let logger = self.logger
@@ -194,7 +222,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         for try await batch in consumer.batches.cancelOnGracefulShutdown() {
             try await lock.withLock {
                 await core.process(batch)
-                if await core.isDue(now: .now) { try await core.commit() }
+                try await core.commitIfDue(now: .now)
                 if let fatal = await core.fatal { throw fatal }
             }
         }
@@ -219,7 +247,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 if let tick = settings.tickInterval {
                     await core.writeTicks(interval: tick, wallClock: RuntimeClock.wallClock(), now: now)
                 }
-                if await core.isDue(now: now) { try await core.commit() }
+                try await core.commitIfDue(now: now)
                 if let fatal = await core.fatal { throw fatal }
             }
             if now - started >= .seconds(30) { await core.joinGracePassed() }

@@ -1,0 +1,241 @@
+import FleetModel
+import Kafka
+import Logging
+
+/// One folded partition's fold and the part of the open commit unit it wrote: everything a
+/// partition needs to fold its records without looking at any other partition, so each
+/// partition folds on its own task (`FoldLane`) and partitions fold in parallel.
+///
+/// A value: the lane's task owns it alone. `seal()` hands over what the unit holds as the
+/// records to produce (outputs in folding order, then the changelog states, history images and
+/// the position), and starts the next unit, so the fold goes on while the sealed unit commits.
+struct PartitionLane<P: UserProcessor>: Sendable {
+    /// The lane's fixed surroundings: the same for every lane of a run.
+    struct Context: Sendable {
+        var processor: P
+        var layout: TopicLayout
+        var settings: WorkerSettings
+        var observer: (any RuntimeObserver)?
+        var logger: Logger
+    }
+
+    let partition: Int32
+    let context: Context
+    private(set) var fold: PartitionFold<P>
+    /// The next offset to fold; anything below was folded (or is a re-delivered copy).
+    private(set) var nextOffset: Int64?
+    /// Where records addressed to an inbox go (the registry as the runtime last read it).
+    var generations: GenerationMap
+    /// Inputs of this partition to dead-letter instead of folding (`FoldCore.Quarantine`), as
+    /// they were when the lane started: quarantine changes only through a rewind, which starts
+    /// new lanes.
+    let quarantined: [Int64: FoldCore<P>.Quarantine]
+    private var unit = Unit()
+
+    init(
+        partition: Int32, fold: PartitionFold<P>, nextOffset: Int64?, context: Context, generations: GenerationMap,
+        quarantined: [Int64: FoldCore<P>.Quarantine]
+    ) {
+        self.partition = partition
+        self.fold = fold
+        self.nextOffset = nextOffset
+        self.context = context
+        self.generations = generations
+        self.quarantined = quarantined
+    }
+
+    /// What one unit of this partition holds until it is sealed.
+    private struct Unit {
+        /// Outputs and dead letters, in production order, each with the input that caused it.
+        var records: [ProducerRecord] = []
+        var causes: [InputPosition?] = []
+        /// The latest image of each user changed in the unit, the input offset it reflects, and
+        /// the state's next wake-up (recorded beside the image, for lazy restore). One changelog
+        /// record per user per unit: the changelog is compacted, so only the last would survive.
+        var states: [String: (image: [UInt8], inputOffset: Int64, wakeUp: Timestamp?)] = [:]
+        /// The first input offset folded in the unit: the `unit_start` of its history images.
+        var unitStart: Int64?
+        /// Per changed user, the input offsets that changed it and the log time after the last.
+        var changes: [String: UnitChanges] = [:]
+        /// The log time after the unit's last record that moved it, and the users then.
+        var position: (inputOffset: Int64, logTime: Timestamp, users: Int)?
+        /// Per user, the image last written in this unit: the next change's `before` image
+        /// (`FLEET_STATE_IMAGES=json`, which writes a change record per state change).
+        var encodedInUnit: [String: [UInt8]] = [:]
+        /// The next input offset to commit; nil when the unit consumed nothing.
+        var nextInput: Int64?
+        var fatal: String?
+    }
+
+    /// A unit's share of one partition, ready to produce.
+    struct Sealed: Sendable {
+        var partition: Int32
+        var records: [ProducerRecord]
+        var causes: [InputPosition?]
+        /// The next offset of the folded log to commit; nil when the unit consumed nothing.
+        var nextInput: Int64?
+        /// Set when a state did not encode: the worker cannot go on.
+        var fatal: String?
+
+        var isEmpty: Bool { nextInput == nil && records.isEmpty }
+    }
+
+    var nextWakeUp: Timestamp? { fold.nextWakeUp }
+
+    // MARK: Folding
+
+    /// Folds the messages of this partition (physical topic names), skipping re-delivered copies.
+    /// Returns how many were folded.
+    mutating func fold(_ batch: some Sequence<KafkaMessage>) -> Int {
+        var count = 0
+        for message in batch where fold(message) { count += 1 }
+        return count
+    }
+
+    /// Folds one record of the folded log; false for a re-delivered copy.
+    private mutating func fold(_ physical: KafkaMessage) -> Bool {
+        if let next = nextOffset, physical.offset < next { return false }
+        nextOffset = physical.offset + 1
+        unit.nextInput = physical.offset + 1
+        let layout = context.layout, settings = context.settings, namespace = settings.topics
+        var message = physical
+        message.topic = namespace.logical(physical.topic) ?? physical.topic
+        let cause = InputPosition(partition: physical.topicPartition, offset: physical.offset)
+        if unit.unitStart == nil { unit.unitStart = physical.offset }
+        if !quarantined.isEmpty, let quarantine = quarantined[physical.offset] {
+            // Its outputs failed to produce again and again: dead-lettered as it is, the fold
+            // untouched (as for a record that does not decode), so the partition goes on.
+            deadLetter(message, error: quarantine.error, cause: cause, quarantinedAfter: quarantine.attempts)
+            return true
+        }
+        let wakeUp = fold.nextWakeUp
+        let logTimeBefore = fold.logTime
+        let folded = LogFolding.fold(message, into: &fold, limits: settings.limits, images: settings.stateImages)
+        if let error = folded.deadLetter { deadLetter(message, error: error, cause: cause) }
+        guard let step = folded.step else { return true }
+        for failure in step.undecodable {
+            context.logger.error("a timer was dropped: the user's state restored from the changelog does not decode", metadata: [
+                "partition": "\(physical.topicPartition)", "user": "\(RecordError.quote(failure.userId))", "error": "\(failure.error)",
+            ])
+        }
+        if let failure = folded.stateEncodingError {
+            unit.fatal = unit.fatal ?? failure
+            return true
+        }
+        let timestamp = folded.timestamp
+        if let wakeUp, wakeUp <= timestamp {
+            context.observer?.timerLateness(seconds: Double(timestamp.millisecondsSinceEpoch - wakeUp.millisecondsSinceEpoch) / 1000)
+        }
+        emit(step.outputs, values: folded.outputValues, origin: folded.origin, originIndex: folded.originIndex,
+             recordTimestamp: message.timestamp, cause: cause)
+
+        let logTime = fold.logTime ?? timestamp
+        for (change, after) in zip(step.changes, folded.stateImages) {
+            let wakeUp = P.nextWakeUpDependsOnStateAlone ? context.processor.nextWakeUp(change.after) : nil
+            unit.states[change.userId] = (after, physical.offset, wakeUp)
+            switch settings.stateImages {
+            case .binary:
+                // One history image per changed user per unit, written when the unit is sealed.
+                unit.changes[change.userId, default: UnitChanges(logTime: logTime)].record(physical.offset, logTime: logTime)
+            case .json:
+                // What the builds before binary images wrote, so a rollback to them loses nothing:
+                // a change record per state change, with its before-image.
+                let before: [UInt8]?
+                if let cached = unit.encodedInUnit[change.userId] {
+                    before = cached
+                } else {
+                    do {
+                        before = try change.before.map { try StateCoding.encode($0, as: .json) }
+                    } catch {
+                        unit.fatal = unit.fatal ?? "cannot encode the state of user \(change.userId): \(error)"
+                        continue
+                    }
+                }
+                unit.encodedInUnit[change.userId] = after
+                unit.records.append(ChangelogRecords.change(
+                    userId: change.userId, before: before, after: after, input: KafkaRecords.coordinates(message),
+                    logTime: logTime, topic: layout.historyTopic, partition: partition))
+                unit.causes.append(cause)
+            }
+        }
+        if fold.logTime != logTimeBefore, let time = fold.logTime {
+            unit.position = (physical.offset, time, fold.userCount)
+        }
+        return true
+    }
+
+    private mutating func emit(
+        _ outputs: [OutputRecord], values: [[UInt8]], origin: SourceCoordinates, originIndex: Int?, recordTimestamp: Int64?,
+        cause: InputPosition
+    ) {
+        let observer = context.observer
+        for (index, (output, value)) in zip(outputs, values).enumerated() {
+            // Records for an inbox go to the generation its owner currently takes writes in.
+            var routed = output
+            routed.topic = generations.route(output.topic)
+            unit.records.append(LogFolding.producerRecord(
+                for: routed, value: value, index: index, of: origin, originIndex: originIndex, in: context.settings.topics))
+            unit.causes.append(cause)
+            observer?.recordOut(topic: output.topic, count: 1)
+            switch output.record {
+            case .decision(let decision):
+                observer?.decision(outcome: decision.outcome, reason: decision.reason, rule: decision.rule)
+            case .delivery(let delivery):
+                observer?.delivery(category: delivery.category, channel: delivery.channel)
+                if delivery.category.uppercased() == "SECURITY", let arrived = recordTimestamp {
+                    let wall = RuntimeClock.wallClock().millisecondsSinceEpoch
+                    observer?.securityDeliveryLatency(seconds: Double(max(0, wall - arrived)) / 1000)
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    private mutating func deadLetter(_ message: KafkaMessage, error: RecordError, cause: InputPosition, quarantinedAfter: Int? = nil) {
+        unit.records.append(DeadLetters.record(
+            for: message, error: error, settings: context.settings, observer: context.observer, logger: context.logger,
+            quarantinedAfter: quarantinedAfter))
+        unit.causes.append(cause)
+    }
+
+    // MARK: Sealing
+
+    /// Ends the open unit: its records to produce, in an order fixed by the log alone (outputs
+    /// as folded; then the changed users' states and history images, by user id; then the
+    /// position), and the offset to commit. The next record folds into a new unit.
+    mutating func seal() -> Sealed {
+        let done = unit
+        unit = Unit()
+        let layout = context.layout
+        let foldedPartition = TopicPartition(layout.foldedTopic, partition)
+        var records = done.records
+        var causes = done.causes
+        let users = done.states.keys.sorted()
+        records.reserveCapacity(records.count + users.count * 2 + 1)
+        for user in users {
+            guard let entry = done.states[user] else { continue }
+            records.append(ChangelogRecords.state(
+                userId: user, image: entry.image, inputOffset: entry.inputOffset,
+                wakeUp: P.nextWakeUpDependsOnStateAlone ? .recorded(entry.wakeUp) : .unrecorded,
+                topic: layout.stateTopic, partition: partition))
+            causes.append(InputPosition(partition: foldedPartition, offset: entry.inputOffset))
+        }
+        if let unitStart = done.unitStart {
+            for user in done.changes.keys.sorted() {
+                guard let changes = done.changes[user], let image = done.states[user], let last = changes.offsets.last else { continue }
+                records.append(ChangelogRecords.historyImage(
+                    userId: user, after: image.image, unitStart: unitStart, changed: changes.offsets, logTime: changes.logTime,
+                    inputTopic: layout.topics.log, topic: layout.historyTopic, partition: partition))
+                causes.append(InputPosition(partition: foldedPartition, offset: last))
+            }
+        }
+        if let position = done.position {
+            records.append(ChangelogRecords.position(
+                logTime: position.logTime, inputOffset: position.inputOffset, users: position.users, topic: layout.stateTopic,
+                partition: partition))
+            causes.append(nil)
+        }
+        return Sealed(partition: partition, records: records, causes: causes, nextInput: done.nextInput, fatal: done.fatal)
+    }
+}
