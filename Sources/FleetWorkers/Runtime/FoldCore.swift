@@ -10,16 +10,10 @@ import Logging
 /// interleave at their `await`s, so `WorkerRuntime` additionally runs every operation under one
 /// `AsyncLock`: a batch, a commit, a rebalance step and a restore hand-over each happen whole.
 actor FoldCore<P: UserProcessor> {
-    /// What a partition of the folded log is doing.
-    enum Phase: Equatable {
-        /// Waiting for its state; `generation` tells a stale restore result from a current one.
-        case restoring(generation: Int)
-        case active
-    }
-
     struct FoldPartition {
-        var phase: Phase
-        /// The task folding the partition while it is active.
+        /// What the partition is doing, and what it may do next.
+        var lifecycle: PartitionLifecycle
+        /// The task folding the partition while it is active (`lifecycle.lane` names it).
         var lane: FoldLane<P>?
         var lastActivity: ContinuousClock.Instant
         var lastTick: ContinuousClock.Instant?
@@ -135,8 +129,9 @@ actor FoldCore<P: UserProcessor> {
             if partition.topic == layout.foldedTopic {
                 generation += 1
                 folded[partition.partition]?.lane?.discard()
-                folded[partition.partition] = FoldPartition(phase: .restoring(generation: generation), lane: nil, lastActivity: .now)
-                request.partitions[partition.partition] = generation
+                let (lifecycle, actions) = PartitionLifecycle.assigned(attempt: generation)
+                folded[partition.partition] = FoldPartition(lifecycle: lifecycle, lane: nil, lastActivity: .now)
+                for case .restore(let attempt) in actions { request.partitions[partition.partition] = attempt }
             } else if ingestSources[partition.topic] != nil {
                 ingest.insert(partition)
             } else if partition.topic == layout.carriedTopic {
@@ -156,10 +151,16 @@ actor FoldCore<P: UserProcessor> {
     func revoked(_ partitions: [TopicPartition]) async throws(WorkerStopped) {
         try await commit()
         for partition in partitions where partition.topic == layout.foldedTopic {
-            // A failed commit rewound every fold (phase restoring, no lane): nothing to park.
-            guard let entry = folded[partition.partition], entry.phase == .active, let lane = entry.lane else { continue }
+            // A failed commit rewound every fold (restoring, no lane): nothing to park.
+            guard let lane = folded[partition.partition]?.lane,
+                  let actions = folded[partition.partition]?.lifecycle.revoke()
+            else { continue }
             folded[partition.partition]?.lane = nil
-            if let kept = await lane.stop() { parked[partition.partition] = kept }
+            if actions.contains(.parkFold(lane: lane.id)), let kept = await lane.stop() {
+                parked[partition.partition] = kept
+            } else {
+                lane.discard()
+            }
         }
         forget(partitions)
     }
@@ -173,7 +174,7 @@ actor FoldCore<P: UserProcessor> {
         var rest = request
         var seeks: [TopicPartition: Int64] = [:]
         for (partition, generation) in request.partitions {
-            guard folded[partition]?.phase == .restoring(generation: generation),
+            guard folded[partition]?.lifecycle.awaits(attempt: generation) == true,
                   let kept = parked.removeValue(forKey: partition)
             else { continue }
             guard kept.nextOffset == committed[partition] else {
@@ -184,8 +185,7 @@ actor FoldCore<P: UserProcessor> {
                 ])
                 continue
             }
-            folded[partition] = FoldPartition(
-                phase: .active, lane: startLane(partition, fold: kept.fold, nextOffset: committed[partition]), lastActivity: .now)
+            guard activate(partition, attempt: generation, fold: kept.fold, nextOffset: committed[partition]) else { continue }
             seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
             if let offset = committed[partition] { committedOffsets[TopicPartition(layout.foldedTopic, partition)] = offset }
             rest.partitions[partition] = nil
@@ -204,6 +204,12 @@ actor FoldCore<P: UserProcessor> {
     /// partition rewinds to its committed offset and state.
     func lost(_ partitions: [TopicPartition]) async {
         await abandonFlight()
+        for partition in partitions where partition.topic == layout.foldedTopic {
+            guard let actions = folded[partition.partition]?.lifecycle.lose() else { continue }
+            for case .discardLane(let id) in actions where folded[partition.partition]?.lane?.id == id {
+                folded[partition.partition]?.lane?.discard()
+            }
+        }
         forget(partitions)
         await rewindAll(reason: "partitions \(partitions.map(\.description).joined(separator: ",")) were lost")
     }
@@ -238,11 +244,19 @@ actor FoldCore<P: UserProcessor> {
         var pause: [TopicPartition] = []
         for partition in folded.keys.sorted() {
             generation += 1
-            folded[partition]?.phase = .restoring(generation: generation)
-            folded[partition]?.lane?.discard()
-            folded[partition]?.lane = nil
-            request.partitions[partition] = generation
-            pause.append(TopicPartition(layout.foldedTopic, partition))
+            for action in folded[partition]?.lifecycle.rewind(attempt: generation) ?? [] {
+                switch action {
+                case .discardLane:
+                    folded[partition]?.lane?.discard()
+                    folded[partition]?.lane = nil
+                case .pause:
+                    pause.append(TopicPartition(layout.foldedTopic, partition))
+                case .restore(let attempt):
+                    request.partitions[partition] = attempt
+                case .startLane, .parkFold, .dropStale:
+                    break
+                }
+            }
         }
         do {
             try consumer.pause(pause)
@@ -278,8 +292,7 @@ actor FoldCore<P: UserProcessor> {
     ) async {
         var seeks: [TopicPartition: Int64] = [:]
         for (partition, generation) in request.partitions {
-            guard let current = folded[partition], current.phase == .restoring(generation: generation),
-                  let result = restored[partition]
+            guard folded[partition]?.lifecycle.awaits(attempt: generation) == true, let result = restored[partition]
             else { continue }
             if let cut = result.cut, cut.generation > layout.entry.generation {
                 let message = "\(layout.foldedTopic)[\(partition)] was cut at offset \(cut.committedOffset) by the migration to generation \(cut.generation); restarting on the current generation registry"
@@ -290,8 +303,7 @@ actor FoldCore<P: UserProcessor> {
             let fold = PartitionFold(
                 processor: processor, restoring: result.states, holding: result.held,
                 decode: { image throws(StateImageError) in try StateCoding.decode(image, as: P.State.self) }, logTime: result.logTime)
-            folded[partition] = FoldPartition(
-                phase: .active, lane: startLane(partition, fold: fold, nextOffset: committed[partition]), lastActivity: .now)
+            guard activate(partition, attempt: generation, fold: fold, nextOffset: committed[partition]) else { continue }
             seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
             if let offset = committed[partition] { committedOffsets[TopicPartition(layout.foldedTopic, partition)] = offset }
             observer?.restoredStates(count: result.userCount)
@@ -341,7 +353,12 @@ actor FoldCore<P: UserProcessor> {
 
     /// Partitions whose restore failed are requested again.
     func retryRestore(_ request: RestoreRequest) {
-        let still = request.partitions.filter { folded[$0.key]?.phase == .restoring(generation: $0.value) }
+        var still: [Int32: Int] = [:]
+        for (partition, attempt) in request.partitions {
+            for case .restore(let again) in folded[partition]?.lifecycle.restoreFailed(attempt: attempt) ?? [] {
+                still[partition] = again
+            }
+        }
         let carriedStill = request.carried.filter { carried[$0.key] == .some($0.value) }
         let again = RestoreRequest(partitions: still, carried: carriedStill)
         if !again.isEmpty { restoreRequests.yield(again) }
@@ -355,7 +372,7 @@ actor FoldCore<P: UserProcessor> {
     }
 
     func reportRestoring() {
-        let restoring = folded.values.filter { $0.phase != .active }.count
+        let restoring = folded.values.filter { !$0.lifecycle.isActive }.count
         observer?.restoring(partitions: restoring)
         observer?.foldedPartitions(folded.count)
         observer?.ready(joined && restoring == 0 && mismatches.isEmpty && fatal == nil)
@@ -403,7 +420,7 @@ actor FoldCore<P: UserProcessor> {
         for (partition, records) in lanes {
             // Not ours to fold now (restoring, revoked): dropped, and read again from the
             // offset the restore seeks to.
-            guard let entry = folded[partition], entry.phase == .active, let lane = entry.lane else { continue }
+            guard let entry = folded[partition], entry.lifecycle.isActive, let lane = entry.lane else { continue }
             if lane.submit(records) { full.append(TopicPartition(layout.foldedTopic, partition)) }
             folded[partition]?.lastActivity = now
             dispatchedSinceSeal += records.count
@@ -418,9 +435,23 @@ actor FoldCore<P: UserProcessor> {
         }
     }
 
-    /// Starts a lane folding `partition` from `nextOffset` with `fold`.
-    private func startLane(_ partition: Int32, fold: PartitionFold<P>, nextOffset: Int64?) -> FoldLane<P> {
+    /// The state for `attempt` is ready: if the partition still waits for it, it folds on a new
+    /// lane from `nextOffset` on. Says whether it does (the caller then seeks and resumes).
+    private func activate(_ partition: Int32, attempt: Int, fold: PartitionFold<P>, nextOffset: Int64?) -> Bool {
+        guard var entry = folded[partition] else { return false }
         laneCount += 1
+        let id = laneCount
+        let actions = entry.lifecycle.stateReady(attempt: attempt, lane: id)
+        guard actions.contains(.startLane(lane: id)) else { return false }
+        entry.lane?.discard()
+        entry.lane = startLane(partition, id: id, fold: fold, nextOffset: nextOffset)
+        entry.lastActivity = .now
+        folded[partition] = entry
+        return true
+    }
+
+    /// Starts lane `id` folding `partition` from `nextOffset` with `fold`.
+    private func startLane(_ partition: Int32, id: Int, fold: PartitionFold<P>, nextOffset: Int64?) -> FoldLane<P> {
         var mine: [Int64: Quarantine] = [:]
         for (input, quarantine) in quarantined
         where input.partition.topic == layout.foldedTopic && input.partition.partition == partition {
@@ -429,7 +460,7 @@ actor FoldCore<P: UserProcessor> {
         let context = PartitionLane<P>.Context(
             processor: processor, layout: layout, settings: settings, observer: observer, logger: logger)
         let lane = FoldLane(
-            id: laneCount,
+            id: id,
             lane: PartitionLane(
                 partition: partition, fold: fold, nextOffset: nextOffset, context: context, generations: generations,
                 quarantined: mine),
@@ -442,7 +473,7 @@ actor FoldCore<P: UserProcessor> {
     /// A lane paused for being full has drained: its partition fetches again, unless it was
     /// replaced, or paused for another reason, meanwhile.
     private func laneDrained(_ partition: Int32, lane id: Int) {
-        guard let entry = folded[partition], entry.phase == .active, entry.lane?.id == id,
+        guard let entry = folded[partition], entry.lifecycle.lane == id, entry.lane?.id == id,
               mismatches[layout.foldedTopic] == nil
         else { return }
         do {
@@ -510,7 +541,7 @@ actor FoldCore<P: UserProcessor> {
     /// broker's.
     func writeTicks(interval: Duration, wallClock: Timestamp, now: ContinuousClock.Instant) {
         guard layout.worker.ownsItsLog else { return }
-        for (partition, entry) in folded where entry.phase == .active {
+        for (partition, entry) in folded where entry.lifecycle.isActive {
             guard now - entry.lastActivity >= interval,
                   let wakeUp = entry.lane?.nextWakeUp, wakeUp <= wallClock
             else { continue }
@@ -615,7 +646,7 @@ actor FoldCore<P: UserProcessor> {
 
     /// Active lanes in partition order.
     private func activeLanes() -> [FoldLane<P>] {
-        folded.keys.sorted().compactMap { folded[$0]?.phase == .active ? folded[$0]?.lane : nil }
+        folded.keys.sorted().compactMap { folded[$0]?.lifecycle.isActive == true ? folded[$0]?.lane : nil }
     }
 
     // MARK: Failed units
@@ -719,7 +750,7 @@ actor FoldCore<P: UserProcessor> {
     /// Why the worker is not ready, one line each; empty when ready.
     func notReadyReasons() -> [String] {
         var reasons = joined ? [] : ["joining consumer group \(settings.groupId)"]
-        reasons += folded.filter { $0.value.phase != .active }.keys.sorted().map { "restoring \(layout.foldedTopic)[\($0)]" }
+        reasons += folded.filter { !$0.value.lifecycle.isActive }.keys.sorted().map { "restoring \(layout.foldedTopic)[\($0)]" }
         reasons += carried.filter { $0.value != nil }.keys.sorted().map { "cutting \(layout.carriedTopic ?? "")[\($0)]" }
         reasons += mismatches.keys.sorted().compactMap { mismatches[$0] }
         if let staleLayout { reasons.append(staleLayout) }

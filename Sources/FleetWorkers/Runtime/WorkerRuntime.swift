@@ -63,12 +63,6 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         case generationChanged(GenerationMap, reason: String)
     }
 
-    /// Thrown by the housekeeping loop to end a run whose layout is out of date.
-    private struct GenerationChanged: Error {
-        var map: GenerationMap
-        var reason: String
-    }
-
     private func run(on generations: GenerationMap) async throws -> RunEnd {
         let layout = TopicLayout(worker: settings.worker, namespace: settings.topics, generations: generations)
         // One admin client for the start-up check and the running partition-count checks.
@@ -154,57 +148,90 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
 
         let restorer = StateRestorer<P.State>(
             consumerConfiguration: settings.restoreConsumerConfiguration, stateTopic: layout.stateTopic, logger: logger)
-        var failure: (any Error)?
-        var changed: GenerationChanged?
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    try await consume(consumer: consumer, core: core, lock: lock)
-                }
-                group.addTask {
-                    try await housekeeping(core: core, lock: lock, layout: layout, admin: admin, generations: generations)
-                }
-                group.addTask {
-                    await reportLag(core: core, consumer: consumer)
-                }
-                group.addTask {
-                    await restoreLoop(
-                        requests: requests, restorer: restorer, consumer: consumer, markerProducer: markerProducer,
-                        core: core, lock: lock, layout: layout)
-                }
-                // The consume loop ends on graceful shutdown; any loop's error ends the worker.
-                try await group.next()
-                group.cancelAll()
+        var lifecycle = WorkerLifecycle()
+        _ = lifecycle.started()
+        // The first loop to end says how the run ends; the others are stopped.
+        let (ending, error) = await withTaskGroup(of: (WorkerLifecycle.Ending, (any Error)?)?.self) { group in
+            group.addTask {
+                await Self.ending { try await consume(consumer: consumer, core: core, lock: lock) }
             }
-        } catch let change as GenerationChanged {
-            changed = change
-        } catch {
-            failure = error
-        }
-        requestSink.finish()
-
-        if failure == nil {
-            do {
-                try await lock.withLock { try await core.commit() }
-            } catch {
-                failure = error
+            group.addTask {
+                await Self.ending { try await housekeeping(core: core, lock: lock, layout: layout, admin: admin, generations: generations) }
             }
+            group.addTask {
+                await reportLag(core: core, consumer: consumer)
+                return nil
+            }
+            group.addTask {
+                await restoreLoop(
+                    requests: requests, restorer: restorer, consumer: consumer, markerProducer: markerProducer,
+                    core: core, lock: lock, layout: layout)
+                return nil
+            }
+            var first: (WorkerLifecycle.Ending, (any Error)?) = (.shutdown, nil)
+            while let next = await group.next() {
+                if let next { first = next }
+                break
+            }
+            group.cancelAll()
+            return first
         }
-        if let failure {
-            health.fail("\(failure)")
-            logger.error("worker stopped", metadata: ["error": "\(failure)"])
-        } else if changed != nil {
-            logger.info("leaving this generation's layout: last unit committed, leaving the group")
-        } else {
-            logger.info("shutting down: last unit committed, leaving the group")
+        var failure = error
+        var restart: GenerationMap?
+        var actions = lifecycle.loopEnded(ending)
+        while !actions.isEmpty {
+            var next: [WorkerLifecycle.Action] = []
+            for action in actions {
+                switch action {
+                case .stopLoops:
+                    requestSink.finish()
+                case .commitLastUnit:
+                    do {
+                        try await lock.withLock { try await core.commit() }
+                        next += lifecycle.lastUnitDone(failure: nil)
+                    } catch {
+                        failure = error
+                        next += lifecycle.lastUnitDone(failure: "\(error)")
+                    }
+                case .close(let flush):
+                    switch lifecycle.phase {
+                    case .stopped(.generationChanged):
+                        logger.info("leaving this generation's layout: last unit committed, leaving the group")
+                    case .stopped(.shutdown):
+                        logger.info("shutting down: last unit committed, leaving the group")
+                    default:
+                        break
+                    }
+                    await consumer.close()
+                    if flush { try? await producer.flush() }
+                    await producer.close()
+                    if markerProducer !== producer { await markerProducer.close() }
+                case .fail(let message):
+                    health.fail(message)
+                    logger.error("worker stopped", metadata: ["error": "\(message)"])
+                case .restart(let map):
+                    restart = map
+                }
+            }
+            if case .draining(.failed) = lifecycle.phase { next += lifecycle.lastUnitDone(failure: nil) }
+            actions = next
         }
-        await consumer.close()
-        if failure == nil { try? await producer.flush() }
-        await producer.close()
-        if markerProducer !== producer { await markerProducer.close() }
-        if let failure { throw failure }
-        if let changed { return .generationChanged(changed.map, reason: changed.reason) }
+        if case .stopped(.failed(let message)) = lifecycle.phase { throw failure ?? WorkerStopped(description: message) }
+        if let restart, case .stopped(.generationChanged(_, let reason)) = lifecycle.phase {
+            return .generationChanged(restart, reason: reason)
+        }
         return .stopped
+    }
+
+    /// How a loop that returns or throws ended the run.
+    private static func ending(
+        _ loop: () async throws -> WorkerLifecycle.Ending?
+    ) async -> (WorkerLifecycle.Ending, (any Error)?) {
+        do {
+            return (try await loop() ?? .shutdown, nil)
+        } catch {
+            return (.failed("\(error)"), error)
+        }
     }
 
     /// Start-up check (principle 2): the worker's topics exist and share one partition count.
@@ -218,7 +245,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         }
     }
 
-    private func consume(consumer: KafkaConsumer, core: FoldCore<P>, lock: AsyncLock) async throws {
+    private func consume(consumer: KafkaConsumer, core: FoldCore<P>, lock: AsyncLock) async throws -> WorkerLifecycle.Ending? {
         for try await batch in consumer.batches.cancelOnGracefulShutdown() {
             try await lock.withLock {
                 await core.process(batch)
@@ -226,14 +253,15 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 if let fatal = await core.fatal { throw fatal }
             }
         }
+        return .shutdown
     }
 
     /// Commits units that stopped growing, writes ticks, re-checks partition counts and the
-    /// generation registry. Ends the run (throwing `GenerationChanged`) when the
-    /// worker's own generation entry changed or a partition it would fold was cut.
+    /// generation registry. Ends the run (`.generationChanged`) when the worker's own
+    /// generation entry changed or a partition it would fold was cut.
     private func housekeeping(
         core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout, admin: KafkaAdmin, generations: GenerationMap
-    ) async throws {
+    ) async throws -> WorkerLifecycle.Ending? {
         var generations = generations
         var step = settings.commitInterval / 2
         if let tick = settings.tickInterval { step = min(step, tick / 2) }
@@ -254,32 +282,31 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
             if let stale = await core.staleLayout {
                 let current = (try? await GenerationRegistry.read(
                     configuration: settings.producerConfiguration, namespace: settings.topics, admin: admin)) ?? generations
-                throw GenerationChanged(map: current, reason: stale)
+                return .generationChanged(current, reason: stale)
             }
             if now - lastMetadataCheck >= settings.metadataCheckInterval {
                 lastMetadataCheck = now
+                let read: GenerationMap
                 do {
-                    let current = try await GenerationRegistry.read(
+                    read = try await GenerationRegistry.read(
                         configuration: settings.producerConfiguration, namespace: settings.topics, admin: admin)
-                    if current.entry(for: settings.worker) != layout.entry {
-                        throw GenerationChanged(map: current, reason: "the registry moved \(settings.worker.rawValue) to generation \(current.entry(for: settings.worker).generation) (\(current.entry(for: settings.worker).phase.rawValue))")
-                    }
-                    if current != generations {
-                        // Another worker's inbox moved: commit what was routed the old way, then
-                        // route the next unit the new way.
-                        try await lock.withLock {
-                            try await core.commit()
-                            await core.route(current)
-                        }
-                        logger.notice("inbox routes changed", metadata: ["routes": "\(current.entries.values.map { "\($0.worker.rawValue)=g\($0.writeGeneration)" }.sorted())"])
-                        generations = current
-                    }
-                } catch let change as GenerationChanged {
-                    throw change
-                } catch let stopped as WorkerStopped {
-                    throw stopped
                 } catch {
                     logger.warning("generation registry check failed", metadata: ["error": "\(error)"])
+                    read = generations
+                }
+                let current = read
+                if current.entry(for: settings.worker) != layout.entry {
+                    return .generationChanged(current, reason: "the registry moved \(settings.worker.rawValue) to generation \(current.entry(for: settings.worker).generation) (\(current.entry(for: settings.worker).phase.rawValue))")
+                }
+                if current != generations {
+                    // Another worker's inbox moved: commit what was routed the old way, then
+                    // route the next unit the new way.
+                    try await lock.withLock {
+                        try await core.commit()
+                        await core.route(current)
+                    }
+                    logger.notice("inbox routes changed", metadata: ["routes": "\(current.entries.values.map { "\($0.worker.rawValue)=g\($0.writeGeneration)" }.sorted())"])
+                    generations = current
                 }
                 do {
                     let counts = try await admin.partitionCounts(topics: layout.coPartitioned.map(settings.topics.physical))
@@ -289,6 +316,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 }
             }
         }
+        return .shutdown
     }
 
     /// Restores partitions as they are assigned; a failed restore is retried after a pause.
