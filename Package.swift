@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "SenderTestSupport", targets: ["SenderTestSupport"]),
         .library(name: "FleetTestSupport", targets: ["FleetTestSupport"]),
         .library(name: "FleetWorkers", targets: ["FleetWorkers"]),
+        .library(name: "FleetService", targets: ["FleetService"]),
         .library(name: "FleetOperations", targets: ["FleetOperations"]),
         .executable(name: "fleetctl", targets: ["fleetctl"]),
         .executable(name: "score-worker", targets: ["score-worker"]),
@@ -171,8 +172,9 @@ let package = Package(
             name: "FleetTestSupport",
             swiftSettings: strict
         ),
-        // The stateful runtime every worker runs on (fold, restore, ticks, commits, DLQ,
-        // lifecycle, HTTP probes, metrics) and the worker launcher.
+        // The stateful runtime every worker runs on (fold lanes, restore, ticks, pipelined
+        // commits, DLQ, lifecycles) and the record formats it writes; no HTTP, no metrics
+        // backend (it reports to a `RuntimeObserver`).
         .target(
             name: "FleetWorkers",
             dependencies: [
@@ -186,12 +188,32 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Collections", package: "swift-collections"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        // The service around the runtime: a worker's process (configuration read at start,
+        // service group, signals), its HTTP port (/healthz, /readyz, /metrics) and its metrics
+        // (Prometheus). Only worker executables link it: the operator tools stay free of HTTP
+        // and metrics.
+        .target(
+            name: "FleetService",
+            dependencies: [
+                "FleetWorkers",
+                "Kafka",
+                "FleetModel",
+                "UpstreamProcessors",
+                "DeliveryPolicy",
+                "SenderCore",
+                "FleetSimulation",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
@@ -219,6 +241,7 @@ let package = Package(
             name: "SenderWorker",
             dependencies: [
                 "FleetWorkers",
+                "FleetService",
                 "FleetModel",
                 "Kafka",
                 "ProviderClients",
@@ -234,6 +257,7 @@ let package = Package(
             name: "WorkerCommands",
             dependencies: [
                 "FleetWorkers",
+                "FleetService",
                 "SenderWorker",
                 "ProviderClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -321,7 +345,7 @@ let package = Package(
         .testTarget(
             name: "FleetWorkersTests",
             dependencies: [
-                "FleetWorkers", "FleetModel", "DeliveryPolicy", "UpstreamProcessors", "FleetTestSupport", "FleetSimulation",
+                "FleetWorkers", "FleetService", "FleetModel", "DeliveryPolicy", "UpstreamProcessors", "FleetTestSupport", "FleetSimulation",
                 "SenderCore",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),
@@ -387,7 +411,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Kafka", "FleetWorkers", "FleetModel", "UpstreamProcessors", "DeliveryPolicy", "FleetSimulation",
+                "Kafka", "FleetWorkers", "FleetService", "FleetModel", "UpstreamProcessors", "DeliveryPolicy", "FleetSimulation",
                 "FleetTestSupport", "FleetOperations", "SenderCore", "SenderTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -68,7 +68,7 @@ final class ThroughputObserver: RuntimeObserver {
         state.withLock { $0.commitSeconds.append(seconds) }
     }
 
-    func commit(result: WorkerMetrics.CommitResult) {
+    func commit(result: RuntimeEvents.CommitResult) {
         let now = ContinuousClock.now
         let finished = state.withLock { s in
             guard result == .committed else { s.aborted += 1; return false }
@@ -96,7 +96,7 @@ final class ThroughputObserver: RuntimeObserver {
         state.withLock { $0.restoreRates.append(statesPerSecond) }
     }
 
-    func rebalance(kind: WorkerMetrics.RebalanceKind) {
+    func rebalance(kind: RuntimeEvents.RebalanceKind) {
         state.withLock { $0.rebalances.append(kind.rawValue) }
     }
 

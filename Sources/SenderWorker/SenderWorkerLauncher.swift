@@ -1,6 +1,7 @@
 import Foundation
 import FleetModel
 import FleetWorkers
+import FleetService
 import Kafka
 import ProviderClients
 import SenderEffect

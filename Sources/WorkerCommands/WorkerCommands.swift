@@ -1,5 +1,6 @@
 public import ArgumentParser
 import FleetWorkers
+import FleetService
 import ProviderClients
 import SenderWorker
 

@@ -1,4 +1,5 @@
 @testable import FleetWorkers
+@testable import FleetService
 import Logging
 import Prometheus
 import ServiceLifecycleTestKit

@@ -1,5 +1,6 @@
 import FleetModel
 import FleetWorkers
+import FleetService
 import Prometheus
 import Testing
 

@@ -2,6 +2,7 @@ import DeliveryPolicy
 import FleetModel
 import FleetOperations
 import FleetWorkers
+import FleetService
 import Foundation
 import Kafka
 import Logging

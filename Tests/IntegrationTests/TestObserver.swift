@@ -1,5 +1,6 @@
 import FleetModel
 import FleetWorkers
+import FleetService
 import Synchronization
 
 /// What tests follow of a runtime's reports: rebalance events and the last lag per partition;

@@ -12,7 +12,7 @@ public protocol RuntimeObserver: Sendable {
     func setLag(topic: String, partition: Int, lag: Int64)
     func clearLag(topic: String, partition: Int)
     func commitLatency(_ seconds: Double, guarantee: DeliveryGuarantee)
-    func commit(result: WorkerMetrics.CommitResult)
+    func commit(result: RuntimeEvents.CommitResult)
     func restoring(partitions: Int)
     func foldedPartitions(_ count: Int)
     func restoredStates(count: Int)
@@ -22,7 +22,7 @@ public protocol RuntimeObserver: Sendable {
     func delivery(category: String, channel: DeliveryChannel)
     func securityDeliveryLatency(seconds: Double)
     func deadLetter(topic: String)
-    func rebalance(kind: WorkerMetrics.RebalanceKind)
+    func rebalance(kind: RuntimeEvents.RebalanceKind)
     func tickWritten()
     func timerLateness(seconds: Double)
     func partitionCountMismatch(topic: String, active: Bool)
@@ -31,8 +31,6 @@ public protocol RuntimeObserver: Sendable {
     func failingInputCleared()
     func inputQuarantined(topic: String)
 }
-
-extension WorkerMetrics: RuntimeObserver {}
 
 /// Observers that follow only throughput (benchmarks, tests) need not follow failed units.
 extension RuntimeObserver {
@@ -43,3 +41,15 @@ extension RuntimeObserver {
     public func foldedPartitions(_ count: Int) {}
 }
 
+/// The kinds of events a `RuntimeObserver` is told about.
+public enum RuntimeEvents {
+    /// How a commit unit ended.
+    public enum CommitResult: String, Sendable, Hashable, CaseIterable {
+        case committed, aborted
+    }
+
+    /// A consumer-group rebalance event.
+    public enum RebalanceKind: String, Sendable, Hashable, CaseIterable {
+        case assigned, revoked, lost
+    }
+}

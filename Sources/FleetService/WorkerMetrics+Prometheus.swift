@@ -1,3 +1,4 @@
+public import FleetWorkers
 public import Prometheus
 
 extension WorkerMetrics {

@@ -1,3 +1,4 @@
+public import FleetWorkers
 import NIOCore
 import Synchronization
 

@@ -1,3 +1,4 @@
+public import FleetWorkers
 import NIOHTTP1
 import Prometheus
 

@@ -1,3 +1,4 @@
+public import FleetWorkers
 public import Logging
 import NIOCore
 import NIOHTTP1

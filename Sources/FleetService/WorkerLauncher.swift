@@ -1,3 +1,4 @@
+public import FleetWorkers
 import FleetSimulation
 import Foundation
 public import CoreMetrics

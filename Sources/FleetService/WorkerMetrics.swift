@@ -1,3 +1,4 @@
+public import FleetWorkers
 public import CoreMetrics
 import Synchronization
 public import FleetModel
@@ -13,14 +14,10 @@ public import FleetModel
 /// and reasons), which keeps that cache and Prometheus' series count bounded too.
 public final class WorkerMetrics: Sendable {
     /// How a commit unit ended (`fleet_commits_total{result}`).
-    public enum CommitResult: String, Sendable, Hashable, CaseIterable {
-        case committed, aborted
-    }
+    public typealias CommitResult = RuntimeEvents.CommitResult
 
     /// A consumer-group rebalance event (`fleet_rebalances_total{kind}`).
-    public enum RebalanceKind: String, Sendable, Hashable, CaseIterable {
-        case assigned, revoked, lost
-    }
+    public typealias RebalanceKind = RuntimeEvents.RebalanceKind
 
     /// The `worker` label every metric carries (the executable's name).
     public let worker: String
@@ -284,3 +281,6 @@ public final class WorkerMetrics: Sendable {
         timer.recordNanoseconds(Int64(min(max(seconds, 0) * 1e9, 9.2e18)))
     }
 }
+
+/// The worker's metrics are what the runtime reports to.
+extension WorkerMetrics: RuntimeObserver {}
