@@ -139,7 +139,11 @@ public struct ProcessingContext: Sendable {
 
     /// Emits `record` to `topic`, stamped with the log time. `hasOwnId`: the record's id was
     /// not taken from `nextID()` (see `OutputRecord.hasOwnId`).
-    public mutating func emit(_ record: FleetRecord, to topic: String, hasOwnId: Bool = false) {
+    ///
+    /// `record` is taken `consuming`: callers build it in place, and a borrowed argument made
+    /// every emit copy the record (a retain of each of its strings) and then destroy the
+    /// caller's temporary (their release).
+    public mutating func emit(_ record: consuming FleetRecord, to topic: String, hasOwnId: Bool = false) {
         outputs.append(OutputRecord(topic: topic, timestamp: now, record: record, hasOwnId: hasOwnId))
     }
 }
