@@ -107,19 +107,17 @@ extension EngineStep {
             else { continue }
             var itemId = name
             if let key = entry.type.sectionKey, let value = group[0].data[key].flatMap(Self.scalarText) { itemId += ":" + value }
-            let item: JSONObject = [
-                "notification": .string(name),
-                "title": .string(rendered.title),
-                "body": .string(rendered.body),
-                "deep_link": .string(rendered.deepLink),
-                "intent_ids": .array(group.map { .string($0.id) }),
-                "reason": .string(reason),
-            ]
+            let item = Self.renderedItem.make(
+                .string(name), .string(rendered.title), .string(rendered.body), .string(rendered.deepLink),
+                .array(group.map { .string($0.id) }), .string(reason))
             var expiresAt = profile.sections[section]?.expiresAfter.map { now + $0 }
             if let intentExpiry = Self.earliestExpiry(of: group) { expiresAt = min(expiresAt ?? intentExpiry, intentExpiry) }
             emitSection(section, itemId: itemId, item: item, expiresAt: expiresAt)
         }
     }
+
+    /// The section item of intents that were not pushed (`emitSectionItems`).
+    private static let renderedItem = JSONObjectTemplate(keys: ["notification", "title", "body", "deep_link", "intent_ids", "reason"])
 
     /// The earliest `expiresAt` among `intents` (a loop: `compactMap(...).min()` built an array).
     static func earliestExpiry(of intents: [PendingIntent]) -> Timestamp? {

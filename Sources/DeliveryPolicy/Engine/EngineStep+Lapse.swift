@@ -34,12 +34,9 @@ extension EngineStep {
 
         let streak = updatedStreak(today: todayDate.daysSinceEpoch)
         state.streak = streak
-        var properties: JSONObject = [
-            "entry_source": .string(open.entrySource.rawValue),
-            "is_lapsed": .bool((daysAway ?? 0) >= profile.lapse.quietModeDays),
-            "streak_current": .int(Int64(streak.current)),
-            "streak_longest": .int(Int64(streak.longest)),
-        ]
+        var properties = Self.appOpenedProperties.make(
+            .string(open.entrySource.rawValue), .bool((daysAway ?? 0) >= profile.lapse.quietModeDays),
+            .int(Int64(streak.current)), .int(Int64(streak.longest)))
         if let daysAway { properties["days_since_last_open"] = .int(Int64(daysAway)) }
         emitEvent("retention.app_opened", properties)
 
@@ -51,6 +48,9 @@ extension EngineStep {
         skipPendingOnOpen()
         state.lastOpenAt = now
     }
+
+    /// `retention.app_opened`'s properties but `days_since_last_open`, present only after a first open.
+    private static let appOpenedProperties = JSONObjectTemplate(keys: ["entry_source", "is_lapsed", "streak_current", "streak_longest"])
 
     /// P-EVT-2: same day no change, next day +1, a gap resets to 1.
     private func updatedStreak(today: Int) -> Streak {
