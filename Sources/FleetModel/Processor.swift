@@ -144,6 +144,9 @@ public struct ProcessingContext: Sendable {
     /// every emit copy the record (a retain of each of its strings) and then destroy the
     /// caller's temporary (their release).
     public mutating func emit(_ record: consuming FleetRecord, to topic: String, hasOwnId: Bool = false) {
+        // Room for a typical step's outputs at once (a decision, a delivery or section item, an
+        // event or two): growing one by one reallocated and moved the array at every doubling.
+        if outputs.isEmpty { outputs.reserveCapacity(4) }
         outputs.append(OutputRecord(topic: topic, timestamp: now, record: record, hasOwnId: hasOwnId))
     }
 }
