@@ -324,14 +324,16 @@ extension EngineStep {
     /// The quiet-week `top_pending` choice: the most important intent held back since the last open.
     private mutating func rememberTopPending(_ intents: [PendingIntent]) {
         var lookup = CatalogLookup(prepared)
-        for intent in intents {
-            guard let entry = lookup(intent.type), !entry.type.inAppOnly else { continue }
+        // By index: `for intent in intents` copied every intent (its strings and data) to read
+        // two fields of it.
+        for i in intents.indices {
+            guard let entry = lookup(intents[i].type), !entry.type.inAppOnly else { continue }
             if let current = state.topPending, let currentEntry = lookup(current.type),
-               (currentEntry.type.rank, current.arrivedAt) <= (entry.type.rank, intent.arrivedAt)
+               (currentEntry.type.rank, current.arrivedAt) <= (entry.type.rank, intents[i].arrivedAt)
             {
                 continue
             }
-            state.topPending = intent
+            state.topPending = intents[i]
         }
     }
 
