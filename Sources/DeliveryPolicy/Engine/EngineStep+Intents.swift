@@ -1,10 +1,10 @@
 import FleetModel
 
 extension EngineStep {
-    /// A validated, never-seen intent arrives.
-    mutating func intentArrived(_ intent: Intent, entry: CatalogEntry) {
+    /// A validated, never-seen intent arrives; `idHash` is `IdempotencyMemory.hash(intent.id)`.
+    mutating func intentArrived(_ intent: Intent, entry: CatalogEntry, idHash: UInt64) {
         prune()
-        state.memory.remember(intent.id, at: now)  // P-IDEM-1: also blocks copies while it is pending
+        state.memory.remember(hash: idHash, at: now)  // P-IDEM-1: also blocks copies while it is pending
         let pending = PendingIntent(id: intent.id, type: entry.type.name, data: intent.data, expiresAt: intent.expiresAt, arrivedAt: now)
         countSinceOpen(pending, entry)  // P-WB-2: every intent, delivered or not
 
