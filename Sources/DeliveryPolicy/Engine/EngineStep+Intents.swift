@@ -17,13 +17,16 @@ extension EngineStep {
         let window = profile.coalescing.window
         if entry.category.coalesce && window.milliseconds > 0 {
             // P-COAL-1: held from the first arrival of the category, not sliding.
-            if let i = state.pending.firstIndex(where: { $0.kind == .intents && $0.phase == .collecting && $0.category == entry.type.category }) {
+            if let i = collectingWindow(of: entry.type.category) {
                 state.pending[i].intents.append(pending)
             } else {
                 var candidate = Candidate(
                     kind: .intents, phase: .collecting, category: entry.type.category, notificationId: context.nextID(),
                     firstArrival: now, dueAt: now + window)
-                candidate.intents = [pending]
+                // Room for a burst: windows collect a few intents, and growing from one
+                // reallocated at every doubling.
+                candidate.intents.reserveCapacity(4)
+                candidate.intents.append(pending)
                 state.pending.append(candidate)
             }
         } else {
@@ -33,6 +36,16 @@ extension EngineStep {
             candidate.intents = [pending]
             release([candidate])
         }
+    }
+
+    /// The pending window still collecting intents of `category`. By index: the predicate of
+    /// `firstIndex(where:)` received a copy of every candidate it looked at.
+    private func collectingWindow(of category: String) -> Int? {
+        for i in state.pending.indices
+        where state.pending[i].kind == .intents && state.pending[i].phase == .collecting && state.pending[i].category == category {
+            return i
+        }
+        return nil
     }
 
     /// SECURITY (P-BUD-1): delivered at once, held back by nothing but P-IDEM-1; in-app when

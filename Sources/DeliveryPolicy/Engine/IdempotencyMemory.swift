@@ -37,6 +37,9 @@ struct IdempotencyMemory: Hashable, Sendable {
     /// non-security intents well before (`DeliveryEngine.Capacity`), so only security intents
     /// and activity records of a flooded user can push out the oldest ids.
     mutating func remember(hash h: UInt64, at time: Timestamp) {
+        // Most users hold a handful of ids: growing a fresh memory one doubling at a time
+        // reallocated it at the first, second and third id.
+        if entries.isEmpty { entries.reserveCapacity(4) }
         entries.append(Entry(hash: h, minute: Self.minute(time)))
         if entries.count > Self.capacity { entries.removeFirst(entries.count - Self.capacity) }
     }
