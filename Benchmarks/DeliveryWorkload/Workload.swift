@@ -19,6 +19,8 @@ public struct Workload: Sendable {
         /// With `collectingStates`: each user's state after each input it processed (timers
         /// fired before it included), as the runtime writes them to the changelog.
         public var changelog: [DeliveryState] = []
+        /// With `digesting`: a fingerprint of every output and every state the run wrote.
+        public var digest: WorkloadDigest?
         public init() {}
     }
 
@@ -39,10 +41,13 @@ public struct Workload: Sendable {
 
     /// Feeds the whole workload from fresh states; with `measuringState`, also serialises every
     /// final state (outside the decisions/s measurement); with `collectingStates`, keeps every
-    /// state written (`Result.changelog`, the state-encoding benchmark's mix).
-    public func run(measuringState: Bool = false, collectingStates: Bool = false) -> Result {
+    /// state written (`Result.changelog`, the state-encoding benchmark's mix); with `digesting`,
+    /// fingerprints every output record and every state written (`Result.digest`), so an
+    /// optimisation can show that it left every byte alone.
+    public func run(measuringState: Bool = false, collectingStates: Bool = false, digesting: Bool = false) -> Result {
         var states = (0..<users).map { engine.initialState(userId: userIds[$0]) }
         var result = Result()
+        var digest = WorkloadDigest()
         var offset: Int64 = 0
         // The state is passed `inout` and lent to `nextWakeUp` from there: reading
         // `states[user]` as an argument copied (retained and released) the whole state.
@@ -52,6 +57,7 @@ public struct Workload: Sendable {
                 engine.fireTimers(state: &state, context: &context)
                 ids = context.ids
                 count(context.outputs, into: &result)
+                if digesting { digest.add(context.outputs, state: state) }
             }
         }
         // Records are lent to the engine from the input array: a runtime owns the record it
@@ -65,6 +71,7 @@ public struct Workload: Sendable {
             var context = ProcessingContext(now: at, userId: userIds[user], ids: ids)
             try? engine.process(inputs[i].record, state: &states[user], context: &context)
             count(context.outputs, into: &result)
+            if digesting { digest.add(context.outputs, state: states[user]) }
             result.records += 1
             if collectingStates { result.changelog.append(states[user]) }
         }
@@ -72,6 +79,7 @@ public struct Workload: Sendable {
             var ids = OutputIDs(origin: SourceCoordinates(topic: "end", partition: 0, offset: Int64(user)))
             step(user, &states[user], until: end, ids: &ids)
         }
+        if digesting { result.digest = digest }
         for user in 0..<users where measuringState {
             let bytes = states[user].serialized().count
             if busy.contains(user) { result.busyBytes.append(bytes) } else { result.idleBytes.append(bytes) }

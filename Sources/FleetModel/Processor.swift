@@ -62,12 +62,8 @@ public struct OutputIDs: Hashable, Sendable {
     private static func id(topic stem: String, partition number: Int64) -> String {
         var stem = stem
         return stem.withUTF8 { stemBytes in
-            String(unsafeUninitializedCapacity: stemBytes.count + 22) { buffer in
-                var end = 0
-                for byte in stemBytes {
-                    buffer[end] = byte
-                    end += 1
-                }
+            String(unsafeUninitializedCapacity: stemBytes.count + decimalLength(number)) { buffer in
+                let end = buffer.initialize(fromContentsOf: stemBytes)
                 return writeDecimal(number, into: buffer, at: end)
             }
         }
@@ -77,17 +73,13 @@ public struct OutputIDs: Hashable, Sendable {
     ///
     /// Why by hand: every output record of every worker takes an id, and interpolation (or
     /// `+=`) costs several hundred instructions per piece plus a reallocation or two; writing
-    /// the UTF-8 bytes straight into the new string's storage costs one allocation.
+    /// the UTF-8 bytes straight into a new string of the exact length costs one allocation.
     static func id(topic: String, partition: Int64, offset: Int64, index: Int64) -> String {
         var topic = topic
         return topic.withUTF8 { topicBytes in
-            // 20 digits and a sign hold any Int64.
-            String(unsafeUninitializedCapacity: topicBytes.count + 3 * 21 + 3) { buffer in
-                var end = 0
-                for byte in topicBytes {
-                    buffer[end] = byte
-                    end += 1
-                }
+            let length = topicBytes.count + decimalLength(partition) + decimalLength(offset) + decimalLength(index)
+            return String(unsafeUninitializedCapacity: length) { buffer in
+                var end = buffer.initialize(fromContentsOf: topicBytes)
                 end = writeDecimal(partition, into: buffer, at: end)
                 end = writeDecimal(offset, into: buffer, at: end)
                 end = writeDecimal(index, into: buffer, at: end)
@@ -96,28 +88,30 @@ public struct OutputIDs: Hashable, Sendable {
         }
     }
 
+    /// The bytes `writeDecimal` writes for `value`: the ":", a sign, the digits.
+    private static func decimalLength(_ value: Int64) -> Int {
+        var magnitude = value.magnitude
+        var digits = 1
+        while magnitude >= 10 {
+            magnitude /= 10
+            digits += 1
+        }
+        return (value < 0 ? 2 : 1) + digits
+    }
+
     /// Writes ":" and `value` in decimal at `start`; returns the index after it.
     private static func writeDecimal(_ value: Int64, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
         buffer[start] = UInt8(ascii: ":")
-        var end = start + 1
-        if value < 0 {
-            buffer[end] = UInt8(ascii: "-")
-            end += 1
-        }
+        if value < 0 { buffer[start + 1] = UInt8(ascii: "-") }
+        let end = start + decimalLength(value)
+        // Digits from the least significant, written from the end backwards.
         var magnitude = value.magnitude
-        let first = end
+        var position = end
         repeat {
-            buffer[end] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            position -= 1
+            buffer[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
             magnitude /= 10
-            end += 1
         } while magnitude > 0
-        // Digits were written least significant first.
-        var low = first, high = end - 1
-        while low < high {
-            buffer.swapAt(low, high)
-            low += 1
-            high -= 1
-        }
         return end
     }
 }
@@ -139,7 +133,14 @@ public struct ProcessingContext: Sendable {
 
     /// Emits `record` to `topic`, stamped with the log time. `hasOwnId`: the record's id was
     /// not taken from `nextID()` (see `OutputRecord.hasOwnId`).
-    public mutating func emit(_ record: FleetRecord, to topic: String, hasOwnId: Bool = false) {
+    ///
+    /// `record` is taken `consuming`: callers build it in place, and a borrowed argument made
+    /// every emit copy the record (a retain of each of its strings) and then destroy the
+    /// caller's temporary (their release).
+    public mutating func emit(_ record: consuming FleetRecord, to topic: String, hasOwnId: Bool = false) {
+        // Room for a typical step's outputs at once (a decision, a delivery or section item, an
+        // event or two): growing one by one reallocated and moved the array at every doubling.
+        if outputs.isEmpty { outputs.reserveCapacity(4) }
         outputs.append(OutputRecord(topic: topic, timestamp: now, record: record, hasOwnId: hasOwnId))
     }
 }

@@ -31,14 +31,15 @@ public struct DeliveryEngine: UserProcessor {
             return  // timers were fired by the runtime before this record
         case .intent(let intent):
             let entry = try IntentValidation.validate(intent, profile: prepared)
-            if state.memory.contains(intent.id) { return }  // P-IDEM-1
+            let idHash = IdempotencyMemory.hash(intent.id)  // once, for the check and the memory
+            if state.memory.contains(hash: idHash) { return }  // P-IDEM-1
             if !entry.type.alwaysDeliver { try Capacity.check(state) }
-            withStep(&state, &context) { $0.intentArrived(intent, entry: entry) }
+            withStep(&state, &context) { $0.intentArrived(intent, entry: entry, idHash: idHash) }
         case .sectionItem, .retentionEvent, .userSignedUp, .appOpened, .notificationOpened, .notificationDismissed,
             .settingsChanged, .permissionChanged, .userAction, .scoreViewed:
-            let id = Self.activityRecordID(record)
-            if state.memory.contains(id) { return }  // P-IDEM-1: a re-sent copy changes nothing
-            withStep(&state, &context) { $0.recordArrived(record, id: id) }
+            let idHash = IdempotencyMemory.hash(Self.activityRecordID(record))
+            if state.memory.contains(hash: idHash) { return }  // P-IDEM-1: a re-sent copy changes nothing
+            withStep(&state, &context) { $0.recordArrived(record, idHash: idHash) }
         case .scoreComputed, .contactsSyncCompleted, .reminderUpserted, .reminderCancelled, .accessRequested,
             .securityNewSignin, .securitySuspiciousActivity, .delivery, .decision, .sender:
             throw RecordError("type '\(record.type)' does not belong on topic '\(Topics.deliveryInbox)'")

@@ -3,10 +3,10 @@ import FleetModel
 /// Forwarded `rin.app.activity` records and the upstream section items and events that pass
 /// through the delivery worker.
 extension EngineStep {
-    /// `id` is `record.id`, read by the caller.
-    mutating func recordArrived(_ record: FleetRecord, id: String) {
+    /// `idHash` is `IdempotencyMemory.hash` of `record.id`, computed by the caller.
+    mutating func recordArrived(_ record: FleetRecord, idHash: UInt64) {
         prune()
-        state.memory.remember(id, at: now)  // P-IDEM-1
+        state.memory.remember(hash: idHash, at: now)  // P-IDEM-1
         switch record {
         case .sectionItem(let item): passThrough(item)
         case .retentionEvent(let event): passThrough(event)

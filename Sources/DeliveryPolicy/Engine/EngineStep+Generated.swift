@@ -56,8 +56,8 @@ extension EngineStep {
 
     /// Decides an engine-made notification now, writing its decision. Returns it when it stays
     /// pending (deferred to the end of quiet hours).
-    mutating func decideGenerated(_ original: Candidate) -> Candidate? {
-        var candidate = original
+    mutating func decideGenerated(_ candidate: consuming Candidate) -> Candidate? {
+        let wasDeferred = candidate.phase == .deferred
         let email = candidate.kind == .dormantEmail
         if email {
             if !state.emailOptIn { return settleGenerated(candidate, .suppressed, "email_not_opted_in", "P-LAP-5") }
@@ -99,7 +99,7 @@ extension EngineStep {
         emitDelivery(
             rendered, notificationId: candidate.notificationId, category: type.category, channel: email ? .email : .push,
             merged: candidate.kind == .digest ? candidate.summarised : candidate.intents.map(\.id))
-        let (reason, rule) = original.phase == .deferred ? ("quiet_hours_ended", "P-DND-1") : ("within_budget", "P-BUD-1")
+        let (reason, rule) = wasDeferred ? ("quiet_hours_ended", "P-DND-1") : ("within_budget", "P-BUD-1")
         emitGeneratedDecision(candidate, .delivered, reason: reason, rule: rule)
         recordDelivery(type, bodyHash: IdempotencyMemory.hash(rendered.body))
         switch candidate.kind {

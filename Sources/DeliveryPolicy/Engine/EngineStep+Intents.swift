@@ -1,10 +1,10 @@
 import FleetModel
 
 extension EngineStep {
-    /// A validated, never-seen intent arrives.
-    mutating func intentArrived(_ intent: Intent, entry: CatalogEntry) {
+    /// A validated, never-seen intent arrives; `idHash` is `IdempotencyMemory.hash(intent.id)`.
+    mutating func intentArrived(_ intent: Intent, entry: CatalogEntry, idHash: UInt64) {
         prune()
-        state.memory.remember(intent.id, at: now)  // P-IDEM-1: also blocks copies while it is pending
+        state.memory.remember(hash: idHash, at: now)  // P-IDEM-1: also blocks copies while it is pending
         let pending = PendingIntent(id: intent.id, type: entry.type.name, data: intent.data, expiresAt: intent.expiresAt, arrivedAt: now)
         countSinceOpen(pending, entry)  // P-WB-2: every intent, delivered or not
 
@@ -17,13 +17,16 @@ extension EngineStep {
         let window = profile.coalescing.window
         if entry.category.coalesce && window.milliseconds > 0 {
             // P-COAL-1: held from the first arrival of the category, not sliding.
-            if let i = state.pending.firstIndex(where: { $0.kind == .intents && $0.phase == .collecting && $0.category == entry.type.category }) {
+            if let i = collectingWindow(of: entry.type.category) {
                 state.pending[i].intents.append(pending)
             } else {
                 var candidate = Candidate(
                     kind: .intents, phase: .collecting, category: entry.type.category, notificationId: context.nextID(),
                     firstArrival: now, dueAt: now + window)
-                candidate.intents = [pending]
+                // Room for a burst: windows collect a few intents, and growing from one
+                // reallocated at every doubling.
+                candidate.intents.reserveCapacity(4)
+                candidate.intents.append(pending)
                 state.pending.append(candidate)
             }
         } else {
@@ -33,6 +36,16 @@ extension EngineStep {
             candidate.intents = [pending]
             release([candidate])
         }
+    }
+
+    /// The pending window still collecting intents of `category`. By index: the predicate of
+    /// `firstIndex(where:)` received a copy of every candidate it looked at.
+    private func collectingWindow(of category: String) -> Int? {
+        for i in state.pending.indices
+        where state.pending[i].kind == .intents && state.pending[i].phase == .collecting && state.pending[i].category == category {
+            return i
+        }
+        return nil
     }
 
     /// SECURITY (P-BUD-1): delivered at once, held back by nothing but P-IDEM-1; in-app when
@@ -107,19 +120,17 @@ extension EngineStep {
             else { continue }
             var itemId = name
             if let key = entry.type.sectionKey, let value = group[0].data[key].flatMap(Self.scalarText) { itemId += ":" + value }
-            let item: JSONObject = [
-                "notification": .string(name),
-                "title": .string(rendered.title),
-                "body": .string(rendered.body),
-                "deep_link": .string(rendered.deepLink),
-                "intent_ids": .array(group.map { .string($0.id) }),
-                "reason": .string(reason),
-            ]
+            let item = Self.renderedItem.make(
+                .string(name), .string(rendered.title), .string(rendered.body), .string(rendered.deepLink),
+                .array(group.map { .string($0.id) }), .string(reason))
             var expiresAt = profile.sections[section]?.expiresAfter.map { now + $0 }
             if let intentExpiry = Self.earliestExpiry(of: group) { expiresAt = min(expiresAt ?? intentExpiry, intentExpiry) }
             emitSection(section, itemId: itemId, item: item, expiresAt: expiresAt)
         }
     }
+
+    /// The section item of intents that were not pushed (`emitSectionItems`).
+    private static let renderedItem = JSONObjectTemplate(keys: ["notification", "title", "body", "deep_link", "intent_ids", "reason"])
 
     /// The earliest `expiresAt` among `intents` (a loop: `compactMap(...).min()` built an array).
     static func earliestExpiry(of intents: [PendingIntent]) -> Timestamp? {

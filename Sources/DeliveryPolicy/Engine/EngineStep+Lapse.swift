@@ -34,12 +34,9 @@ extension EngineStep {
 
         let streak = updatedStreak(today: todayDate.daysSinceEpoch)
         state.streak = streak
-        var properties: JSONObject = [
-            "entry_source": .string(open.entrySource.rawValue),
-            "is_lapsed": .bool((daysAway ?? 0) >= profile.lapse.quietModeDays),
-            "streak_current": .int(Int64(streak.current)),
-            "streak_longest": .int(Int64(streak.longest)),
-        ]
+        var properties = Self.appOpenedProperties.make(
+            .string(open.entrySource.rawValue), .bool((daysAway ?? 0) >= profile.lapse.quietModeDays),
+            .int(Int64(streak.current)), .int(Int64(streak.longest)))
         if let daysAway { properties["days_since_last_open"] = .int(Int64(daysAway)) }
         emitEvent("retention.app_opened", properties)
 
@@ -51,6 +48,9 @@ extension EngineStep {
         skipPendingOnOpen()
         state.lastOpenAt = now
     }
+
+    /// `retention.app_opened`'s properties but `days_since_last_open`, present only after a first open.
+    private static let appOpenedProperties = JSONObjectTemplate(keys: ["entry_source", "is_lapsed", "streak_current", "streak_longest"])
 
     /// P-EVT-2: same day no change, next day +1, a gap resets to 1.
     private func updatedStreak(today: Int) -> Streak {
@@ -206,11 +206,36 @@ extension EngineStep {
     mutating func fireDueTimers() {
         prune()
         fireLapseTriggers()
-        while let first = state.pending.map(\.dueAt).min(), first <= now {
-            let batch = state.pending.filter { $0.dueAt == first }
-            state.pending.removeAll { $0.dueAt == first }
-            release(batch)
+        while let first = Self.earliestPending(state), first <= now {
+            release(takePending(dueAt: first))
         }
+    }
+
+    /// The earliest `dueAt` of the pending candidates (a loop: `map(\.dueAt).min()` built an array).
+    private static func earliestPending(_ state: DeliveryState) -> Timestamp? {
+        var earliest: Timestamp?
+        for i in state.pending.indices where earliest.map({ state.pending[i].dueAt < $0 }) ?? true {
+            earliest = state.pending[i].dueAt
+        }
+        return earliest
+    }
+
+    /// Moves the candidates due at `due` out of `pending`, in order, keeping the others in order.
+    ///
+    /// Why moved: filtering copied each due candidate (a retain of every string and array it
+    /// holds) and removing it released them again. Usually every pending candidate is due, and
+    /// then the whole array is handed over.
+    private mutating func takePending(dueAt due: Timestamp) -> [Candidate] {
+        var pending: [Candidate] = []
+        swap(&pending, &state.pending)
+        if pending.allSatisfy({ $0.dueAt == due }) { return pending }
+        var batch: [Candidate] = []
+        while let candidate = pending.popLast() {
+            if candidate.dueAt == due { batch.append(candidate) } else { state.pending.append(candidate) }
+        }
+        batch.reverse()
+        state.pending.reverse()
+        return batch
     }
 
     static func nextWakeUp(_ state: DeliveryState, profile: PolicyProfile) -> Timestamp? {

@@ -10,14 +10,20 @@ private struct Verdict {
 
 extension EngineStep {
     /// Decides candidates released at the same instant: rank order, then oldest first (P-BUD-2).
-    mutating func release(_ batch: [Candidate]) {
-        let ordered = batch.count < 2 ? batch : batch.sorted { a, b in
-            let ra = rank(of: a), rb = rank(of: b)
-            if ra != rb { return ra < rb }
-            if a.firstArrival != b.firstArrival { return a.firstArrival < b.firstArrival }
-            return LogOrder.precedes(a.notificationId, b.notificationId)
+    ///
+    /// The candidates are moved, never copied, from the batch through the decision back into
+    /// `pending`: a copy retained and released every string and array a candidate holds.
+    mutating func release(_ batch: consuming [Candidate]) {
+        if batch.count > 1 {
+            batch.sort { a, b in
+                let ra = rank(of: a), rb = rank(of: b)
+                if ra != rb { return ra < rb }
+                if a.firstArrival != b.firstArrival { return a.firstArrival < b.firstArrival }
+                return LogOrder.precedes(a.notificationId, b.notificationId)
+            }
+            batch.reverse()  // taken from the end
         }
-        for candidate in ordered {
+        while let candidate = batch.popLast() {
             if let stillPending = decide(candidate) { state.pending.append(stillPending) }
         }
     }
@@ -39,7 +45,7 @@ extension EngineStep {
     }
 
     /// Decides one candidate now. Returns it when it stays pending (deferred).
-    private mutating func decide(_ candidate: Candidate) -> Candidate? {
+    private mutating func decide(_ candidate: consuming Candidate) -> Candidate? {
         switch candidate.kind {
         case .intents: return decideIntents(candidate)
         default: return decideGenerated(candidate)
@@ -48,8 +54,8 @@ extension EngineStep {
 
     // MARK: Intents
 
-    private mutating func decideIntents(_ original: Candidate) -> Candidate? {
-        var candidate = original
+    private mutating func decideIntents(_ candidate: consuming Candidate) -> Candidate? {
+        let wasDeferred = candidate.phase == .deferred
         // P-EXP-1: whatever reached its expiry while held is suppressed.
         let expired = candidate.intents.filter { ($0.expiresAt.map { $0 <= now }) ?? false }
         if !expired.isEmpty {
@@ -131,7 +137,7 @@ extension EngineStep {
         emitDelivery(rendered, notificationId: candidate.notificationId, category: type.category, channel: .push, merged: candidate.intents.map(\.id))
         let (reason, rule) =
             exemptFromQuietHours ? ("scheduled_by_user", "P-DND-1")
-            : original.phase == .deferred ? ("quiet_hours_ended", "P-DND-1") : ("within_budget", "P-BUD-1")
+            : wasDeferred ? ("quiet_hours_ended", "P-DND-1") : ("within_budget", "P-BUD-1")
         for (i, intent) in primary.enumerated() {
             if i == 0 {
                 emitDecision(intent.id, .delivered, reason: reason, rule: rule, notificationId: candidate.notificationId)
@@ -196,8 +202,7 @@ extension EngineStep {
         }
     }
 
-    private mutating func deferred(_ original: Candidate, until end: Timestamp) -> Candidate {
-        var candidate = original
+    private mutating func deferred(_ candidate: consuming Candidate, until end: Timestamp) -> Candidate {
         if candidate.until != end {
             for intent in candidate.intents {
                 emitDecision(intent.id, .deferred, reason: "quiet_hours", rule: "P-DND-1", notificationId: candidate.notificationId, until: end)
@@ -319,14 +324,16 @@ extension EngineStep {
     /// The quiet-week `top_pending` choice: the most important intent held back since the last open.
     private mutating func rememberTopPending(_ intents: [PendingIntent]) {
         var lookup = CatalogLookup(prepared)
-        for intent in intents {
-            guard let entry = lookup(intent.type), !entry.type.inAppOnly else { continue }
+        // By index: `for intent in intents` copied every intent (its strings and data) to read
+        // two fields of it.
+        for i in intents.indices {
+            guard let entry = lookup(intents[i].type), !entry.type.inAppOnly else { continue }
             if let current = state.topPending, let currentEntry = lookup(current.type),
-               (currentEntry.type.rank, current.arrivedAt) <= (entry.type.rank, intent.arrivedAt)
+               (currentEntry.type.rank, current.arrivedAt) <= (entry.type.rank, intents[i].arrivedAt)
             {
                 continue
             }
-            state.topPending = intent
+            state.topPending = intents[i]
         }
     }
 

@@ -26,17 +26,21 @@ struct IdempotencyMemory: Hashable, Sendable {
     var isEmpty: Bool { entries.isEmpty }
     var count: Int { entries.count }
 
-    func contains(_ id: String) -> Bool {
-        let h = Self.hash(id)
-        return entries.contains { $0.hash == h }
+    /// Whether the id whose `hash(_:)` is `h` was seen. By hash: the engine hashes an input's
+    /// id once, for this check and for `remember(hash:at:)`.
+    func contains(hash h: UInt64) -> Bool {
+        entries.contains { $0.hash == h }
     }
 
-    /// Remembers `id`; beyond `capacity` ids the oldest is forgotten, so a user's state stays
+    /// Remembers the id whose `hash(_:)` is `h`; beyond `capacity` ids the oldest is forgotten, so a user's state stays
     /// bounded (`RecordLimits`) whatever a producer floods it with. The delivery engine refuses
     /// non-security intents well before (`DeliveryEngine.Capacity`), so only security intents
     /// and activity records of a flooded user can push out the oldest ids.
-    mutating func remember(_ id: String, at time: Timestamp) {
-        entries.append(Entry(hash: Self.hash(id), minute: Self.minute(time)))
+    mutating func remember(hash h: UInt64, at time: Timestamp) {
+        // Most users hold a handful of ids: growing a fresh memory one doubling at a time
+        // reallocated it at the first, second and third id.
+        if entries.isEmpty { entries.reserveCapacity(4) }
+        entries.append(Entry(hash: h, minute: Self.minute(time)))
         if entries.count > Self.capacity { entries.removeFirst(entries.count - Self.capacity) }
     }
 

@@ -7,11 +7,11 @@
 final class PreparedProfile: Sendable {
     let profile: PolicyProfile
     /// The catalog by type name, each entry behind a reference (see `CatalogEntry`).
-    let catalog: [String: CatalogEntry]
+    let catalog: CatalogIndex
 
     init(_ profile: PolicyProfile) {
         self.profile = profile
-        self.catalog = profile.catalog.mapValues { CatalogEntry($0, category: profile.category($0.category)) }
+        self.catalog = CatalogIndex(profile.catalog.mapValues { CatalogEntry($0, category: profile.category($0.category)) })
     }
 }
 
@@ -42,7 +42,7 @@ final class CatalogEntry: Sendable {
 /// them looked the same name up once per intent; comparing a name with the last one is much
 /// cheaper than hashing it.
 struct CatalogLookup {
-    let catalog: [String: CatalogEntry]
+    let catalog: CatalogIndex
     private var last: CatalogEntry?
 
     init(_ prepared: PreparedProfile) { catalog = prepared.catalog }

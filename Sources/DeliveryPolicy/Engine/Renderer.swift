@@ -97,6 +97,8 @@ enum Renderer {
     /// windows hold dozens of intents.
     private static func strings(in field: String, of intents: [PendingIntent], distinct: Bool) -> [String] {
         var out: [String] = []
+        // Lists usually hold a name or two per intent: one allocation instead of one per doubling.
+        out.reserveCapacity(2 * intents.count)
         for intent in intents {
             guard case .array(let elements)? = intent.data[field] else { continue }
             for case .string(let text) in elements where !distinct || !out.contains(text) { out.append(text) }
@@ -128,7 +130,7 @@ struct TemplateValues {
 
     init(data: JSONObject) {
         self.data = data
-        computed.reserveCapacity(4)
+        computed.reserveCapacity(6)  // the most a merge rule computes (score change: five)
     }
 
     subscript(key: String) -> String? {
