@@ -10,15 +10,21 @@ import Kafka
 enum InboxFill {
     /// The records, from a workload of enough users (the mix averages some seven per user).
     static func records(count: Int) -> [ProducerRecord] {
+        timeline(count: count).map { at, userId, record in
+            ProducerRecord(topic: Topics.deliveryInbox, key: userId, value: RecordCodec.encode(record),
+                           timestamp: at.millisecondsSinceEpoch)
+        }
+    }
+
+    /// The first `count` records of the mix that `included` keeps, in time order, from a
+    /// workload grown until it has that many.
+    static func timeline(
+        count: Int, including included: (FleetRecord) -> Bool = { _ in true }
+    ) -> [(at: Timestamp, userId: String, record: FleetRecord)] {
         var users = max(100, count / 6)
         while true {
-            let timeline = Workload.make(users: users).timeline
-            if timeline.count >= count {
-                return timeline.prefix(count).map { at, userId, record in
-                    ProducerRecord(topic: Topics.deliveryInbox, key: userId, value: RecordCodec.encode(record),
-                                   timestamp: at.millisecondsSinceEpoch)
-                }
-            }
+            let timeline = Workload.make(users: users).timeline.filter { included($0.record) }
+            if timeline.count >= count { return Array(timeline.prefix(count)) }
             users = users * 3 / 2
         }
     }

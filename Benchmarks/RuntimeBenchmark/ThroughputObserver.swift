@@ -8,9 +8,12 @@ import Synchronization
 /// (the point where a restarted worker would not see them again: same end as `tp_passthru`,
 /// which stops once every copy is acknowledged and the offsets are committed).
 ///
-/// Also collects what the restore reports, for the second runtime of a run.
+/// Also collects what the restore reports, for the second runtime of a run, and what the
+/// security-latency mode waits for (readiness) and compares with (the runtime's own latency).
 final class ThroughputObserver: RuntimeObserver {
     struct Snapshot {
+        /// Inbox records that end the throughput measurement.
+        var expected = 0
         /// Records of the inbox folded so far.
         var folded = 0
         /// Records folded in the first batch: folded before the clock started.
@@ -28,18 +31,41 @@ final class ThroughputObserver: RuntimeObserver {
         var restoreRates: [Double] = []
         var allRestored: ContinuousClock.Instant?
         var rebalances: [String] = []
+        /// What the runtime last reported to `/readyz`: joined, every partition restored.
+        var isReady = false
+        /// Partitions the runtime folds.
+        var foldedPartitions = 0
+        /// The runtime's own view of SECURITY latency (`securityDeliveryLatency`): from the
+        /// intent's log time to the fold emitting its delivery, before the commit.
+        var securityFoldSeconds: [Double] = []
     }
 
-    let expected: Int
     let restoringPartitions: Int
-    private let state = Mutex(Snapshot())
+    private let state: Mutex<Snapshot>
 
     /// - Parameters:
     ///   - expected: inbox records that end the throughput measurement.
     ///   - restoringPartitions: partitions whose restore ends the restore measurement.
     init(expected: Int, restoringPartitions: Int) {
-        self.expected = expected
         self.restoringPartitions = restoringPartitions
+        state = Mutex(Snapshot(expected: expected))
+    }
+
+    /// Starts the throughput measurement over, for the next `expected` inbox records (the
+    /// latency mode's burst after its warm-up); what the runtime reported about readiness,
+    /// partitions and restores stays.
+    func restart(expecting expected: Int) {
+        state.withLock { s in
+            var fresh = Snapshot(expected: expected)
+            fresh.restoredPartitions = s.restoredPartitions
+            fresh.restoredStates = s.restoredStates
+            fresh.restoreRates = s.restoreRates
+            fresh.allRestored = s.allRestored
+            fresh.rebalances = s.rebalances
+            fresh.isReady = s.isReady
+            fresh.foldedPartitions = s.foldedPartitions
+            s = fresh
+        }
     }
 
     var snapshot: Snapshot { state.withLock { $0 } }
@@ -73,7 +99,7 @@ final class ThroughputObserver: RuntimeObserver {
         let finished = state.withLock { s in
             guard result == .committed else { s.aborted += 1; return false }
             s.commits += 1
-            guard s.finished == nil, s.folded >= expected else { return false }
+            guard s.finished == nil, s.folded >= s.expected else { return false }
             s.finished = now
             return true
         }
@@ -103,10 +129,21 @@ final class ThroughputObserver: RuntimeObserver {
     func setLag(topic: String, partition: Int, lag: Int64) {}
     func clearLag(topic: String, partition: Int) {}
     func restoring(partitions: Int) {}
-    func ready(_ isReady: Bool) {}
+
+    func ready(_ isReady: Bool) {
+        state.withLock { $0.isReady = isReady }
+    }
+
+    func foldedPartitions(_ count: Int) {
+        state.withLock { $0.foldedPartitions = count }
+    }
+
+    func securityDeliveryLatency(seconds: Double) {
+        state.withLock { $0.securityFoldSeconds.append(seconds) }
+    }
+
     func decision(outcome: DecisionOutcome, reason: String?, rule: String) {}
     func delivery(category: String, channel: DeliveryChannel) {}
-    func securityDeliveryLatency(seconds: Double) {}
     func deadLetter(topic: String) {}
     func tickWritten() {}
     func timerLateness(seconds: Double) {}

@@ -12,6 +12,11 @@ import ServiceLifecycle
 // broker in the same run.
 //
 //   BROKERS=127.0.0.1:9092 N=200000 PARTITIONS=4 MODE=at_least_once .build/release/RuntimeBenchmark
+//
+// LATENCY=1 measures a security intent's produce → delivery latency under load instead
+// (`SecurityLatency`, issue 19):
+//
+//   BROKERS=127.0.0.1:9092 LATENCY=1 N=20000 RATE=12000 SECURITY=50 MODE=exactly_once .build/release/RuntimeBenchmark
 
 let options: BenchmarkOptions
 do {
@@ -36,6 +41,11 @@ let admin = try KafkaAdmin(configuration: KafkaConfiguration(bootstrapServers: o
 try await TopicAdministration.create(admin: admin, partitions: options.partitions, namespace: namespace)
 /// The whole measurement in a namespace of its own; the caller deletes its topics afterwards.
 func measure() async throws {
+    if options.latency {
+        try await SecurityLatency.run(options: options, namespace: namespace, logger: logger)
+        return
+    }
+
     // MARK: Pre-fill
 
     note("generating \(options.records) inbox records")
