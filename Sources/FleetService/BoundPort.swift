@@ -1,4 +1,4 @@
-public import FleetWorkers
+import FleetWorkers
 import Synchronization
 
 /// The port a server bound, for callers that ask before (or after) the bind happened: port 0

@@ -1,4 +1,4 @@
-public import FleetWorkers
+import FleetWorkers
 import Synchronization
 
 /// Metric handles by label values, made on first use and reused after: creating a handle goes

@@ -1,4 +1,4 @@
-public import FleetWorkers
+import FleetWorkers
 import NIOCore
 import Synchronization
 

@@ -1,4 +1,4 @@
-public import FleetWorkers
+import FleetWorkers
 import NIOHTTP1
 import Prometheus
 

@@ -1,4 +1,4 @@
-public import FleetWorkers
+import FleetWorkers
 public import Prometheus
 
 extension WorkerMetrics {
