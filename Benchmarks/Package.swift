@@ -85,6 +85,17 @@ let package = Package(
             dependencies: ["RecordCodecWorkload"],
             path: "RecordCodecProfile"
         ),
+        // The delivery worker's fold without a broker (decode, step, bound checks, the records a
+        // unit produces), for callgrind and a fold-only records/s.
+        .executableTarget(
+            name: "FoldProfile",
+            dependencies: [
+                "DeliveryWorkload",
+                .product(name: "FleetWorkers", package: root),
+                .product(name: "Kafka", package: root),
+            ],
+            path: "FoldProfile"
+        ),
         // End-to-end: the delivery worker on the stateful runtime against a broker, records/s in
         // either guarantee and the restore rate; a plain executable (scripts/bench-runtime).
         .executableTarget(

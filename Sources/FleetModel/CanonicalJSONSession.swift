@@ -96,6 +96,7 @@ final class CanonicalJSONSession {
 
     func encodeTopLevel<T: Encodable>(_ value: T) throws {
         if try writeDirect(value) { return }
+        if T.self == FleetRecord.self, try writeRecordDirectly(Self.cast(value, to: FleetRecord.self)) { return }
         pushFrame(.none)
         try value.encode(to: CanonicalJSONValueEncoder(session: self, depth: 0))
         if frames[0].kind == .empty {

@@ -18,6 +18,18 @@ public protocol BinaryStateImage {
 
     /// Decodes an image written by `binaryImage()` of this or any earlier released version.
     init(binaryImage bytes: [UInt8]) throws(StateImageError)
+
+    /// An upper bound on `binaryImage().count` that costs no encoding (`ImageSizeBound`), or nil
+    /// when the type has none. The runtime checks the state a record leaves against
+    /// `RecordLimits.maxStateBytes` after every step, but writes only a user's last image of a
+    /// unit: with a bound under the limit it encodes once, when the unit is sealed, instead of at
+    /// every change. Never below the true size, or an oversized state would get through.
+    func binaryImageSizeBound() -> Int?
+}
+
+extension BinaryStateImage {
+    /// No bound: the state is encoded at every change to check its size.
+    public func binaryImageSizeBound() -> Int? { nil }
 }
 
 /// Why an image did not decode (or a state did not encode): clear enough to act on, naming

@@ -24,6 +24,50 @@ import Testing
         #expect(checked.value == 150)
     }
 
+    // DESIGN.md principle 7 (RecordLimits): the runtime skips encoding a state at a change when
+    // this bound is under the limit, so a bound below the true size would let an oversized state
+    // through.
+    @Test("size bound: never below the binary image's true size, on every state the engine reaches")
+    func sizeBoundHolds() async {
+        let checked = StatesChecked()
+        await propertyCheck(count: 150, input: Gen.uint64(in: 0...UInt64.max)) { seed in
+            for state in Self.states(seed: seed) {
+                let size = try state.binaryImage().count
+                let bound = try #require(state.binaryImageSizeBound())
+                #expect(bound >= size, "seed \(seed): bound \(bound) < size \(size)")
+                // Loose enough to be useful: a bound far above the size would encode needlessly.
+                #expect(bound <= 8 * size + 512, "seed \(seed): bound \(bound) for \(size) bytes")
+            }
+            checked.add(1)
+        }
+        #expect(checked.value == 150)
+    }
+
+    @Test("size bound: holds for intent data with escapes, non-ASCII text, numbers and nesting")
+    func sizeBoundHoldsForHostileData() throws {
+        var scenario = try Scenario(profile: EnginePropertyTests.profile)
+        let names = [#"\u0001\u001f"#, #"q\"uo\\te"#, "Zoë 😀 日本", String(repeating: #"\n"#, count: 300), "plain"]
+        // Free text at its longest (`RecordLimits.freeTextBytes`), all control characters: six
+        // bytes each in the state's JSON.
+        let notes = Array(repeating: "\"" + String(repeating: #"\u0001"#, count: 1_000) + "\"", count: 30).joined(separator: ",")
+        for (n, name) in names.enumerated() {
+            try scenario.feed("""
+                {"at":"2026-03-10T10:00:0\(n)Z","value":{"type":"intent","id":"e\(n)","notification":"contacts.enrichment","category":"CONTACTS","data":{"names":["\(name)"],"contact_ids":["c\(n)"],"n":[1.5e-300,-12345678901234,{"deep":[null,true,"\(name)"]}],"notes":[\(n == 4 ? notes : "")]}}}
+                """)
+            // Every name is in the state, with its escapes: a bound that counted a string's
+            // bytes once would fall short by the escapes of the long control-character name.
+            var pending = 0
+            for state in scenario.deliveryStates.values {
+                let size = try state.binaryImage().count
+                let bound = try #require(state.binaryImageSizeBound())
+                #expect(bound >= size, "name \(n): bound \(bound) < size \(size)")
+                if size > 200 { pending += 1 }
+                if n == 4 { #expect(size > 180_000, "the notes must be in the state") }
+            }
+            #expect(pending > 0, "the intents' data must be in the state for this to check anything")
+        }
+    }
+
     @Test("rolling upgrade: a state read from the JSON image of the build before writes a binary image that decodes to the same state")
     func jsonToBinary() async {
         await propertyCheck(count: 60, input: Gen.uint64(in: 0...UInt64.max)) { seed in

@@ -59,6 +59,45 @@ extension DeliveryState: BinaryStateImage {
         }
     }
 
+    /// Every field of `binaryImage()` at its widest (`ImageSizeBound`): walks the state's lists
+    /// and strings, but builds nothing. `StateImageTests` checks it against the true size.
+    public func binaryImageSizeBound() -> Int? {
+        typealias B = ImageSizeBound
+        // format, quiet hours, the four flags, the three times, last score, lapse due.
+        var bound = 10 * B.scalar + B.framed(2 * B.scalar)
+        bound += B.string(zone?.identifier) + B.strings(disabledCategories) + B.string(lastDeliveredCategory)
+        if streak != nil { bound += B.framed(3 * B.scalar) }
+        if !lapse.isEmpty {
+            bound += B.framed(5 * B.scalar + B.string(lapse.tierNotificationId) + B.string(lapse.tierKind))
+        }
+        if !sinceOpen.isEmpty { bound += B.framed(7 * B.scalar + B.packed(count: sinceOpen.birthdayDays.count)) }
+        if let topPending { bound += B.framed(Self.sizeBound(of: topPending)) }
+        if let day {
+            bound += B.framed(3 * B.scalar + day.byType.keys.reduce(0) { $0 + B.framed(B.string($1) + B.scalar) }
+                + B.packed(count: day.dayOne.count) + B.strings(day.heldBack))
+        }
+        bound += recent.reduce(0) { $0 + B.framed(B.string($1.type) + 2 * B.scalar) }
+        bound += keyedCaps.reduce(0) { $0 + B.framed(B.string($1.type) + 3 * B.scalar) }
+        bound += lifetime.keys.reduce(0) { $0 + B.framed(B.string($1) + B.scalar) }
+        bound += dismissals.reduce(0) { $0 + B.framed(B.string($1.category) + B.scalar) }
+        bound += cooldownUntil.keys.reduce(0) { $0 + B.framed(B.string($1) + B.scalar) }
+        bound += pending.reduce(0) { $0 + B.framed(Self.sizeBound(of: $1)) }
+        bound += B.framed(memory.count * 12)
+        return bound
+    }
+
+    private static func sizeBound(of intent: PendingIntent) -> Int {
+        ImageSizeBound.string(intent.id) + ImageSizeBound.string(intent.type) + ImageSizeBound.framed(ImageSizeBound.json(intent.data))
+            + 2 * ImageSizeBound.scalar
+    }
+
+    private static func sizeBound(of candidate: Candidate) -> Int {
+        // kind, phase, first arrival, due, until.
+        5 * ImageSizeBound.scalar + ImageSizeBound.string(candidate.category) + ImageSizeBound.string(candidate.notificationId)
+            + candidate.intents.reduce(0) { $0 + ImageSizeBound.framed(sizeBound(of: $1)) }
+            + ImageSizeBound.strings(candidate.summarised)
+    }
+
     public init(binaryImage bytes: [UInt8]) throws(StateImageError) {
         let m: Fleet_State_DeliveryState
         do {

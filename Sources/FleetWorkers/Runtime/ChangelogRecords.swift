@@ -464,6 +464,13 @@ public enum StateCoding {
         return try CanonicalJSONEncoder.encode(state)
     }
 
+    /// An upper bound on the size of `encode(state, as: encoding)` that costs no encoding, or nil
+    /// when there is none (JSON images, states without `BinaryStateImage.binaryImageSizeBound()`).
+    public static func imageSizeBound<State>(of state: State, as encoding: StateImageEncoding = .binary) -> Int? {
+        guard encoding == .binary, let binary = state as? any BinaryStateImage else { return nil }
+        return binary.binaryImageSizeBound()
+    }
+
     /// Decodes an image of either kind; throws `StateImageError` naming the problem, never
     /// traps, on bytes that are neither.
     public static func decode<State: Decodable>(_ image: [UInt8], as _: State.Type) throws(StateImageError) -> State {

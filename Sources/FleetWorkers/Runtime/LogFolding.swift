@@ -21,9 +21,11 @@ public enum LogFolding {
         public var timestamp: Timestamp
         /// The encoded value of each of `step.outputs`, in order (checked against the bound).
         public var outputValues: [[UInt8]] = []
-        /// The encoded image of each of `step.changes`' `after` state, in order (checked
-        /// against the bound); nil where the state did not encode (`stateEncodingError`).
-        public var stateImages: [[UInt8]] = []
+        /// The encoded image of each of `step.changes`' `after` state, in order, where checking
+        /// the bound took encoding it; nil where it did not (`StateCoding.imageSizeBound`), and
+        /// the caller encodes the image when it writes it (`StateCoding.encode`). A user's state
+        /// often changes many times in a commit unit, and only the last image is written.
+        public var stateImages: [[UInt8]?] = []
         /// Set when a state did not encode: the worker cannot go on.
         public var stateEncodingError: String?
     }
@@ -71,7 +73,7 @@ public enum LogFolding {
     /// A step's outputs and state images, encoded once for the bound check and for producing.
     private struct Encoded {
         var outputs: [[UInt8]] = []
-        var states: [[UInt8]] = []
+        var states: [[UInt8]?] = []
         var stateError: String?
         /// The first bound the step breaks, described.
         var violation: String?
@@ -81,6 +83,10 @@ public enum LogFolding {
     /// outputs would be written without the record too. Timers are kept under the bounds by
     /// construction (`RecordLimits.stateHeadroom`, the engines' caps); the property tests check
     /// every output and image against the bounds.
+    ///
+    /// So a state is encoded here only when the check needs its exact size: the record's user's
+    /// state without a size bound under the limit. JSON images are all encoded: the worker
+    /// writes a change record, with its before-image, per change.
     private static func encode<State>(_ step: FoldStep<State>, limits: RecordLimits, images: StateImageEncoding) -> Encoded {
         var encoded = Encoded()
         encoded.outputs.reserveCapacity(step.outputs.count)
@@ -92,17 +98,27 @@ public enum LogFolding {
             encoded.outputs.append(value)
         }
         encoded.states.reserveCapacity(step.changes.count)
+        let allowed = limits.maxStateBytes - limits.stateHeadroom
         for change in step.changes {
+            if images == .binary {
+                if change.userId != step.recordUser {
+                    encoded.states.append(nil)
+                    continue
+                }
+                if let bound = StateCoding.imageSizeBound(of: change.after, as: images), bound <= allowed {
+                    encoded.states.append(nil)
+                    continue
+                }
+            }
             do {
                 let image = try StateCoding.encode(change.after, as: images)
-                let allowed = limits.maxStateBytes - limits.stateHeadroom
                 if image.count > allowed, encoded.violation == nil, change.userId == step.recordUser {
                     encoded.violation = "the state of user \(RecordError.quote(change.userId)) would be \(image.count) bytes, over the \(allowed) a record may leave (state limit \(limits.maxStateBytes), FLEET_MAX_STATE_BYTES, less 1/16 for timers)"
                 }
                 encoded.states.append(image)
             } catch {
                 encoded.stateError = encoded.stateError ?? "cannot encode the state of user \(change.userId): \(error)"
-                encoded.states.append([])
+                encoded.states.append(nil)
             }
         }
         return encoded

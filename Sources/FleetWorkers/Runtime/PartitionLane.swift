@@ -49,10 +49,12 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         /// Outputs and dead letters, in production order, each with the input that caused it.
         var records: [ProducerRecord] = []
         var causes: [InputPosition?] = []
-        /// The latest image of each user changed in the unit, the input offset it reflects, and
-        /// the state's next wake-up (recorded beside the image, for lazy restore). One changelog
-        /// record per user per unit: the changelog is compacted, so only the last would survive.
-        var states: [String: (image: [UInt8], inputOffset: Int64, wakeUp: Timestamp?)] = [:]
+        /// The latest state of each user changed in the unit (its image too when the bound check
+        /// encoded it), the input offset it reflects, and the state's next wake-up (recorded
+        /// beside the image, for lazy restore). One changelog record per user per unit: the
+        /// changelog is compacted, so only the last would survive; so states are encoded when
+        /// the unit is sealed, once per user.
+        var states: [String: LatestState] = [:]
         /// The first input offset folded in the unit: the `unit_start` of its history images.
         var unitStart: Int64?
         /// Per changed user, the input offsets that changed it and the log time after the last.
@@ -65,6 +67,15 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         /// The next input offset to commit; nil when the unit consumed nothing.
         var nextInput: Int64?
         var fatal: String?
+    }
+
+    /// A user's last state in the open unit.
+    private struct LatestState {
+        var state: P.State
+        /// Its image, when folding had to encode it (`LogFolding.Folded.stateImages`).
+        var image: [UInt8]?
+        var inputOffset: Int64
+        var wakeUp: Timestamp?
     }
 
     /// A unit's share of one partition, ready to produce.
@@ -130,9 +141,9 @@ struct PartitionLane<P: UserProcessor>: Sendable {
              recordTimestamp: message.timestamp, cause: cause)
 
         let logTime = fold.logTime ?? timestamp
-        for (change, after) in zip(step.changes, folded.stateImages) {
+        for (change, image) in zip(step.changes, folded.stateImages) {
             let wakeUp = P.nextWakeUpDependsOnStateAlone ? context.processor.nextWakeUp(change.after) : nil
-            unit.states[change.userId] = (after, physical.offset, wakeUp)
+            unit.states[change.userId] = LatestState(state: change.after, image: image, inputOffset: physical.offset, wakeUp: wakeUp)
             switch settings.stateImages {
             case .binary:
                 // One history image per changed user per unit, written when the unit is sealed.
@@ -140,6 +151,7 @@ struct PartitionLane<P: UserProcessor>: Sendable {
             case .json:
                 // What the builds before binary images wrote, so a rollback to them loses nothing:
                 // a change record per state change, with its before-image.
+                guard let after = image else { continue }  // JSON images are all encoded while folding.
                 let before: [UInt8]?
                 if let cached = unit.encodedInUnit[change.userId] {
                     before = cached
@@ -211,21 +223,36 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         let foldedPartition = TopicPartition(layout.foldedTopic, partition)
         var records = done.records
         var causes = done.causes
+        var fatal = done.fatal
         let users = done.states.keys.sorted()
         records.reserveCapacity(records.count + users.count * 2 + 1)
+        var images: [String: [UInt8]] = [:]
+        images.reserveCapacity(users.count)
         for user in users {
             guard let entry = done.states[user] else { continue }
+            let image: [UInt8]
+            if let encoded = entry.image {
+                image = encoded
+            } else {
+                do {
+                    image = try StateCoding.encode(entry.state, as: context.settings.stateImages)
+                } catch {
+                    fatal = fatal ?? "cannot encode the state of user \(user): \(error)"
+                    continue
+                }
+            }
+            images[user] = image
             records.append(ChangelogRecords.state(
-                userId: user, image: entry.image, inputOffset: entry.inputOffset,
+                userId: user, image: image, inputOffset: entry.inputOffset,
                 wakeUp: P.nextWakeUpDependsOnStateAlone ? .recorded(entry.wakeUp) : .unrecorded,
                 topic: layout.stateTopic, partition: partition))
             causes.append(InputPosition(partition: foldedPartition, offset: entry.inputOffset))
         }
         if let unitStart = done.unitStart {
             for user in done.changes.keys.sorted() {
-                guard let changes = done.changes[user], let image = done.states[user], let last = changes.offsets.last else { continue }
+                guard let changes = done.changes[user], let image = images[user], let last = changes.offsets.last else { continue }
                 records.append(ChangelogRecords.historyImage(
-                    userId: user, after: image.image, unitStart: unitStart, changed: changes.offsets, logTime: changes.logTime,
+                    userId: user, after: image, unitStart: unitStart, changed: changes.offsets, logTime: changes.logTime,
                     inputTopic: layout.topics.log, topic: layout.historyTopic, partition: partition))
                 causes.append(InputPosition(partition: foldedPartition, offset: last))
             }
@@ -236,6 +263,6 @@ struct PartitionLane<P: UserProcessor>: Sendable {
                 partition: partition))
             causes.append(nil)
         }
-        return Sealed(partition: partition, records: records, causes: causes, nextInput: done.nextInput, fatal: done.fatal)
+        return Sealed(partition: partition, records: records, causes: causes, nextInput: done.nextInput, fatal: fatal)
     }
 }
