@@ -177,7 +177,7 @@ public enum RecordCodec {
         try RecordLimits.standard.checkFields(node)
         let record: FleetRecord
         do {
-            record = try FleetRecord(from: JSONNodeDecoder(node))
+            record = try RecordDirectDecoding.record(node) ?? FleetRecord(from: JSONNodeDecoder(node))
         } catch let error as DecodingError {
             throw RecordError(describe(error))
         } catch {

@@ -250,6 +250,60 @@ struct RecordCodecDifferentialTests {
         }
     }
 
+    // Intents are read by a direct path (`RecordDirectDecoding`) that must take exactly what
+    // `JSONDecoder` takes: the first of duplicate names, null as absent for `expires_at` only,
+    // integers for the coordinates, and nothing else.
+    @Test("intents with duplicate, null, mistyped and missing fields decode as JSONDecoder decodes them")
+    func intentFieldsAgree() async {
+        await propertyCheck(count: 1500, input: Gen.int(in: 0...Int(Int32.max))) { seed in
+            var dice = Dice(seed: seed)
+            Self.compare(Array(Self.randomIntentJSON(&dice).utf8))
+        }
+    }
+
+    static func randomIntentJSON(_ dice: inout Dice) -> String {
+        let wrong = [#"null"#, #"7"#, #"true"#, #"[]"#, #"{}"#, #""x""#, #"1.0"#, #"-0"#, #"1e2"#, #""""#]
+        func variants(_ valid: [String]) -> [String] {
+            // Mostly as it should be (so most records reach the direct path with one or two
+            // fields off), else missing, once wrong, or twice (either order).
+            let good = dice.pick(valid), bad = dice.pick(wrong)
+            if dice.chance(80) { return [good] }
+            switch dice.below(4) {
+            case 0: return []
+            case 1: return [bad]
+            case 2: return [good, bad]
+            default: return [bad, good]
+            }
+        }
+        let source = variants([#"{"topic":"t","partition":0,"offset":5}"#, #"{"offset":9,"topic":"t","partition":2147483647}"#])
+        let sourceObjects = source.map { value -> String in
+            // Mutate inside the coordinates too: duplicates and wrong kinds of numbers.
+            guard value.hasPrefix("{\"topic"), dice.chance(50) else { return value }
+            return dice.pick([
+                #"{"topic":"t","partition":0,"offset":5,"partition":1}"#, #"{"topic":"t","partition":2147483648,"offset":5}"#,
+                #"{"topic":"t","partition":1.0,"offset":5}"#, #"{"topic":"t","partition":0,"offset":"5"}"#,
+                #"{"topic":1,"partition":0,"offset":5}"#, #"{"topic":"t","offset":5}"#,
+            ])
+        }
+        let fields: [(String, [String])] = [
+            ("v", variants(["1"]) + (dice.chance(10) ? ["2"] : [])),
+            ("type", variants([#""intent""#])),
+            ("id", variants([#""i1""#, #""i\u00e9""#])),
+            ("user_id", variants([#""u1""#])),
+            ("notification", variants([#""score.updated""#])),
+            ("category", variants([#""SCORE""#, #""""#])),
+            ("data", variants([#"{}"#, #"{"a":[1,2.5,"x",null],"a":true}"#, #"{"n":12345678901234567890}"#])),
+            ("expires_at", variants([#""2026-03-10T10:00:00Z""#, #""2026-03-10T10:00:00.123+01:00""#, #""not a time""#, "null"])),
+            ("source", sourceObjects),
+            ("extra", dice.chance(30) ? [#"{"ignored":1}"#] : []),
+        ]
+        var members: [String] = []
+        for (key, values) in fields { for value in values { members.append("\"\(key)\":\(value)") } }
+        // Members in any order: which duplicate comes first must not depend on the field order.
+        for i in members.indices.reversed() where i > 0 { members.swapAt(i, dice.below(i + 1)) }
+        return "{" + members.joined(separator: ",") + "}"
+    }
+
     static func randomString(_ dice: inout Dice) -> String {
         let pieces = ["a", "Ana", "score", "é", "😀", "\u{0}", "\"", "\\", "/", "\n", "\u{1F}", "\u{7F}", " ", "日本", "\u{2028}"]
         return (0..<dice.below(6)).map { _ in dice.pick(pieces) }.joined()

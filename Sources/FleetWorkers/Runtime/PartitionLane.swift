@@ -69,13 +69,13 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         var fatal: String?
     }
 
-    /// A user's last state in the open unit.
+    /// A user's last state in the open unit; its image (unless folding had to encode it for
+    /// the bound check, `LogFolding.Folded.stateImages`) and its wake-up are computed when the
+    /// unit is sealed.
     private struct LatestState {
         var state: P.State
-        /// Its image, when folding had to encode it (`LogFolding.Folded.stateImages`).
         var image: [UInt8]?
         var inputOffset: Int64
-        var wakeUp: Timestamp?
     }
 
     /// A unit's share of one partition, ready to produce.
@@ -142,8 +142,7 @@ struct PartitionLane<P: UserProcessor>: Sendable {
 
         let logTime = fold.logTime ?? timestamp
         for (change, image) in zip(step.changes, folded.stateImages) {
-            let wakeUp = P.nextWakeUpDependsOnStateAlone ? context.processor.nextWakeUp(change.after) : nil
-            unit.states[change.userId] = LatestState(state: change.after, image: image, inputOffset: physical.offset, wakeUp: wakeUp)
+            unit.states[change.userId] = LatestState(state: change.after, image: image, inputOffset: physical.offset)
             switch settings.stateImages {
             case .binary:
                 // One history image per changed user per unit, written when the unit is sealed.
@@ -244,7 +243,7 @@ struct PartitionLane<P: UserProcessor>: Sendable {
             images[user] = image
             records.append(ChangelogRecords.state(
                 userId: user, image: image, inputOffset: entry.inputOffset,
-                wakeUp: P.nextWakeUpDependsOnStateAlone ? .recorded(entry.wakeUp) : .unrecorded,
+                wakeUp: P.nextWakeUpDependsOnStateAlone ? .recorded(context.processor.nextWakeUp(entry.state)) : .unrecorded,
                 topic: layout.stateTopic, partition: partition))
             causes.append(InputPosition(partition: foldedPartition, offset: entry.inputOffset))
         }
