@@ -269,6 +269,7 @@ let package = Package(
             dependencies: [
                 "FleetOperations",
                 "FleetWorkers",
+                "FleetService",
                 "FleetSimulation",
                 "WorkerCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -103,6 +103,7 @@ let package = Package(
             dependencies: [
                 "DeliveryWorkload",
                 .product(name: "FleetWorkers", package: root),
+                .product(name: "FleetService", package: root),
                 .product(name: "Kafka", package: root),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

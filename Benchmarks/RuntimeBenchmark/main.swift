@@ -1,5 +1,6 @@
 import DeliveryPolicy
 import FleetModel
+import FleetService
 import FleetWorkers
 import Foundation
 import Kafka

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FleetModel
+import FleetService
 import FleetOperations
 import FleetWorkers
 import Foundation

@@ -1,4 +1,5 @@
 import FleetModel
+import FleetService
 @testable import FleetWorkers
 import Foundation
 import Kafka

@@ -1,4 +1,5 @@
 import FleetModel
+import FleetService
 import FleetWorkers
 import Foundation
 import Testing

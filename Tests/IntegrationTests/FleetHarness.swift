@@ -1,4 +1,5 @@
 import FleetModel
+import FleetService
 import FleetTestSupport
 import FleetWorkers
 import Foundation

@@ -1,6 +1,7 @@
 import Foundation
 public import FleetModel
-public import Kafka
+public import FleetWorkers
+import Kafka
 
 /// Every environment variable a worker reads, in one place: the README's table, the deploy
 /// manifests and the check that they agree are all generated from or tested against this list.
@@ -81,45 +82,10 @@ public enum WorkerEnvironment {
     ]
 }
 
-/// A worker's settings, read from the environment with the defaults of `WorkerEnvironment`.
-public struct WorkerSettings: Sendable {
-    public var worker: Worker
-    public var bootstrapServers: String
-    public var groupId: String
 
-    /// The worker's consumer group: `FLEET_GROUP_ID` when set, else the topic prefix and the
-    /// worker's name, so fleets sharing a cluster under different prefixes never share a group.
-    /// Tools that address a worker's group (`fleetctl partitions migrate`) name it the same way.
-    public static func groupId(of worker: Worker, configured: String?, topicPrefix: String) -> String {
-        configured ?? topicPrefix + worker.rawValue
-    }
-    public var instanceId: String?
-    public var batchMaxRecords: Int
-    public var guarantee: DeliveryGuarantee
-    public var commitInterval: Duration
-    /// `nil` when ticks are off.
-    public var tickInterval: Duration?
-    public var httpPort: Int
-    public var httpHost: String
-    /// A shipped profile's name or a profile file's path.
-    public var profile: String
-    public var metadataCheckInterval: Duration
-    public var logLevel: String
-    public var topics: TopicNamespace
-    /// librdkafka properties from `KAFKA_*` variables (TLS, SASL, timeouts …).
-    public var kafkaPassThrough: KafkaConfiguration
-    /// Sizes of the record contract (`RecordLimits`); replay must use the same to agree.
-    public var limits: RecordLimits
-    /// Failed units caused by one input before it is dead-lettered (quarantined).
-    public var poisonAttempts: Int
-    /// Consecutive failed units after which the worker reports itself not alive.
-    public var stallUnits: Int
-    /// The commit unit after whose produce the worker kills itself (a crash drill); `nil`, the
-    /// default, in production.
-    public var crashDrillAfterUnits: Int?
-    /// How state images are written (`FLEET_STATE_IMAGES`).
-    public var stateImages: StateImageEncoding
-
+extension WorkerSettings {
+    /// The settings from `environment`, with `WorkerEnvironment`'s defaults; a clear error naming
+    /// the variable for a value that does not parse.
     public init(worker: Worker, environment: [String: String]) throws(SettingsError) {
         func value(_ v: WorkerEnvironment.Variable) -> String? {
             environment[v.name].flatMap { $0.isEmpty ? nil : $0 } ?? v.defaultValue
@@ -134,38 +100,41 @@ public struct WorkerSettings: Sendable {
             guard let n = Int(text), n >= 0 else { throw SettingsError("\(v.name) must be a non-negative integer, got '\(text)'") }
             return n
         }
-        self.worker = worker
-        self.bootstrapServers = value(WorkerEnvironment.bootstrapServers) ?? "127.0.0.1:9092"
-        self.groupId = Self.groupId(
+        let bootstrapServers = value(WorkerEnvironment.bootstrapServers) ?? "127.0.0.1:9092"
+        let groupId = Self.groupId(
             of: worker, configured: value(WorkerEnvironment.groupId), topicPrefix: value(WorkerEnvironment.topicPrefix) ?? "")
-        self.instanceId = value(WorkerEnvironment.instanceId) ?? environment["POD_NAME"]
-        self.batchMaxRecords = try positiveInt(WorkerEnvironment.batchMaxRecords)
+        let instanceId = value(WorkerEnvironment.instanceId) ?? environment["POD_NAME"]
+        let batchMaxRecords = try positiveInt(WorkerEnvironment.batchMaxRecords)
         let guaranteeText = value(WorkerEnvironment.guarantee) ?? ""
         guard let guarantee = DeliveryGuarantee(rawValue: guaranteeText) else {
             throw SettingsError("FLEET_GUARANTEE must be exactly_once or at_least_once, got '\(guaranteeText)'")
         }
-        self.guarantee = guarantee
-        self.commitInterval = .milliseconds(try positiveInt(WorkerEnvironment.commitInterval))
+        let commitInterval: Duration = .milliseconds(try positiveInt(WorkerEnvironment.commitInterval))
         let tick = try nonNegativeInt(WorkerEnvironment.tickInterval)
-        self.tickInterval = tick == 0 ? nil : .milliseconds(tick)
+        let tickInterval: Duration? = tick == 0 ? nil : .milliseconds(tick)
         let port = try nonNegativeInt(WorkerEnvironment.httpPort)
         guard port <= 65_535 else { throw SettingsError("FLEET_HTTP_PORT must be at most 65535, got '\(port)'") }
-        self.httpPort = port
-        self.httpHost = value(WorkerEnvironment.httpHost) ?? "0.0.0.0"
-        self.profile = value(WorkerEnvironment.profile) ?? "rin"
-        self.metadataCheckInterval = .milliseconds(try positiveInt(WorkerEnvironment.metadataCheckInterval))
-        self.logLevel = value(WorkerEnvironment.logLevel) ?? "info"
-        self.topics = TopicNamespace(prefix: value(WorkerEnvironment.topicPrefix) ?? "")
-        self.kafkaPassThrough = KafkaConfiguration.fromEnvironment(environment)
-        self.limits = try Self.limits(environment: environment)
-        self.poisonAttempts = try positiveInt(WorkerEnvironment.poisonAttempts)
-        self.stallUnits = try positiveInt(WorkerEnvironment.stallUnits)
-        self.crashDrillAfterUnits = value(WorkerEnvironment.crashDrill) == nil ? nil : try positiveInt(WorkerEnvironment.crashDrill)
+        let httpHost = value(WorkerEnvironment.httpHost) ?? "0.0.0.0"
+        let profile = value(WorkerEnvironment.profile) ?? "rin"
+        let metadataCheckInterval: Duration = .milliseconds(try positiveInt(WorkerEnvironment.metadataCheckInterval))
+        let logLevel = value(WorkerEnvironment.logLevel) ?? "info"
+        let topics = TopicNamespace(prefix: value(WorkerEnvironment.topicPrefix) ?? "")
+        let kafkaPassThrough = KafkaConfiguration.fromEnvironment(environment)
+        let limits = try Self.limits(environment: environment)
+        let poisonAttempts = try positiveInt(WorkerEnvironment.poisonAttempts)
+        let stallUnits = try positiveInt(WorkerEnvironment.stallUnits)
+        let crashDrillAfterUnits: Int? = value(WorkerEnvironment.crashDrill) == nil ? nil : try positiveInt(WorkerEnvironment.crashDrill)
         let imagesText = value(WorkerEnvironment.stateImages) ?? ""
         guard let stateImages = StateImageEncoding(rawValue: imagesText) else {
             throw SettingsError("FLEET_STATE_IMAGES must be binary or json, got '\(imagesText)'")
         }
-        self.stateImages = stateImages
+        self.init(
+            worker: worker, bootstrapServers: bootstrapServers, groupId: groupId, instanceId: instanceId,
+            batchMaxRecords: batchMaxRecords, guarantee: guarantee, commitInterval: commitInterval, tickInterval: tickInterval,
+            httpPort: port, httpHost: httpHost, profile: profile, metadataCheckInterval: metadataCheckInterval,
+            logLevel: logLevel, topics: topics, kafkaPassThrough: kafkaPassThrough, limits: limits,
+            poisonAttempts: poisonAttempts, stallUnits: stallUnits, crashDrillAfterUnits: crashDrillAfterUnits,
+            stateImages: stateImages)
     }
 
     /// The record contract's sizes from `FLEET_MAX_RECORD_BYTES`, `FLEET_MAX_OUTPUT_BYTES` and
@@ -184,73 +153,4 @@ public struct WorkerSettings: Sendable {
             maxRecordBytes: try byteLimit(WorkerEnvironment.maxRecordBytes), maxOutputBytes: try byteLimit(WorkerEnvironment.maxOutputBytes),
             maxStateBytes: try byteLimit(WorkerEnvironment.maxStateBytes))
     }
-
-    /// The consumer's configuration: our group and member id, then any `KAFKA_*` overrides.
-    public var consumerConfiguration: KafkaConfiguration {
-        var properties = ["bootstrap.servers": bootstrapServers, "group.id": groupId, "client.id": worker.rawValue]
-        if let instanceId { properties["group.instance.id"] = instanceId }
-        return KafkaConfiguration(properties: properties).merging(kafkaPassThrough.forConsumer)
-    }
-
-    /// The runtime's group consumer: the range assignor and `read_committed`, so exactly-once
-    /// outputs of other workers are seen only once committed. `KAFKA_*` variables still win.
-    ///
-    /// Range, because it co-partitions: it assigns each topic's partitions to the members sorted
-    /// by id (`group.instance.id` when every member is static), so with identical subscriptions
-    /// and equal partition counts partition p of every subscribed topic — ingest, log, carried
-    /// log — goes to one member, and user partitions spread evenly (4 over 2 members: 2/2; over
-    /// 3: 2/1/1). Count-balancing assignors (cooperative-sticky, roundrobin) balance partitions
-    /// across topics and split a user partition's topics over members. Range is eager: every
-    /// rebalance revokes everything (each member commits first) and assigns the new set; the
-    /// runtime keeps the folds of partitions it gets straight back (`FoldCore.resumeParked`), so
-    /// only partitions that moved restore their state.
-    public var runtimeConsumerConfiguration: KafkaConfiguration {
-        var properties = consumerConfiguration.properties
-        properties["partition.assignment.strategy"] = "range"
-        properties["isolation.level"] = "read_committed"
-        return KafkaConfiguration(properties: properties).merging(kafkaPassThrough.forConsumer)
-    }
-
-    /// The reader of `<worker>.state` during a restore: its own group name (librdkafka wants
-    /// one), never committing, no member id.
-    public var restoreConsumerConfiguration: KafkaConfiguration {
-        var properties = runtimeConsumerConfiguration.properties
-        properties["group.id"] = groupId + ".restore"
-        properties["group.instance.id"] = nil
-        properties["partition.assignment.strategy"] = nil
-        return KafkaConfiguration(properties: properties)
-    }
-
-    /// The runtime's producer: under exactly-once transactional, with an id stable per instance
-    /// (`<group>-<instance id>`) so a restarted instance fences its previous incarnation and
-    /// aborts whatever it left open.
-    public var runtimeProducerConfiguration: KafkaConfiguration {
-        var configuration = producerConfiguration
-        if guarantee == .exactlyOnce {
-            let member = instanceId ?? "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
-            configuration["transactional.id"] = "\(groupId)-\(member)"
-        }
-        return configuration.merging(kafkaPassThrough.forProducer)
-    }
-
-    /// The producer's configuration (idempotent, murmur2 partitioning by default). Consumer-only
-    /// `KAFKA_*` properties are left out (librdkafka would warn about each).
-    public var producerConfiguration: KafkaConfiguration {
-        KafkaConfiguration(properties: ["bootstrap.servers": bootstrapServers, "client.id": worker.rawValue])
-            .merging(kafkaPassThrough.forProducer)
-    }
-}
-
-/// How a worker commits its work (DESIGN.md principle 4).
-public enum DeliveryGuarantee: String, Sendable, Hashable, CaseIterable {
-    /// One transaction per commit interval holding outputs, state, history and consumed offsets.
-    case exactlyOnce = "exactly_once"
-    /// Produce, await every acknowledgement, then commit offsets: a crash repeats only the
-    /// uncommitted tail, as exact copies with the same ids.
-    case atLeastOnce = "at_least_once"
-}
-
-public struct SettingsError: Error, CustomStringConvertible, Sendable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
 }
