@@ -50,8 +50,8 @@ enum Renderer {
             }
         case .contactReminders:
             var names: [String] = []
-            for intent in intents {
-                if let name = intent.data["contact_name"]?.stringValue, !names.contains(name) { names.append(name) }
+            for i in intents.indices {
+                if let name = intents[i].data["contact_name"]?.stringValue, !names.contains(name) { names.append(name) }
             }
             values["name"] = names.first ?? ""
             subjects = names.count
@@ -99,8 +99,10 @@ enum Renderer {
         var out: [String] = []
         // Lists usually hold a name or two per intent: one allocation instead of one per doubling.
         out.reserveCapacity(2 * intents.count)
-        for intent in intents {
-            guard case .array(let elements)? = intent.data[field] else { continue }
+        // By index: `for intent in intents` copied every intent (a retain and a release of its
+        // id, type and data) to read one field of it.
+        for i in intents.indices {
+            guard case .array(let elements)? = intents[i].data[field] else { continue }
             for case .string(let text) in elements where !distinct || !out.contains(text) { out.append(text) }
         }
         return out
@@ -130,7 +132,6 @@ struct TemplateValues {
 
     init(data: JSONObject) {
         self.data = data
-        computed.reserveCapacity(6)  // the most a merge rule computes (score change: five)
     }
 
     subscript(key: String) -> String? {
@@ -143,6 +144,9 @@ struct TemplateValues {
             if let i = computed.firstIndex(where: { $0.key == key }) {
                 computed[i].value = newValue
             } else {
+                // Room for the most a merge rule computes (score change: five) at the first
+                // value, so `first` and `latest` (which compute none) allocate nothing.
+                if computed.isEmpty { computed.reserveCapacity(6) }
                 computed.append((key, newValue))
             }
         }
