@@ -13,17 +13,25 @@ extension EngineStep {
     ///
     /// The candidates are moved, never copied, from the batch through the decision back into
     /// `pending`: a copy retained and released every string and array a candidate holds.
+    ///
+    /// Each candidate is ranked once, before sorting: a comparator that ranked both sides
+    /// looked their types up again at every comparison and captured a copy of the whole step.
     mutating func release(_ batch: consuming [Candidate]) {
-        if batch.count > 1 {
-            batch.sort { a, b in
-                let ra = rank(of: a), rb = rank(of: b)
-                if ra != rb { return ra < rb }
-                if a.firstArrival != b.firstArrival { return a.firstArrival < b.firstArrival }
-                return LogOrder.precedes(a.notificationId, b.notificationId)
-            }
-            batch.reverse()  // taken from the end
+        guard batch.count > 1 else {
+            if let candidate = batch.popLast(), let stillPending = decide(candidate) { state.pending.append(stillPending) }
+            return
         }
-        while let candidate = batch.popLast() {
+        var ranked: [(rank: Int, candidate: Candidate)] = []
+        ranked.reserveCapacity(batch.count)
+        while let candidate = batch.popLast() { ranked.append((rank(of: candidate), candidate)) }
+        // Last in order first, as they are taken from the end. `ranked` holds the batch
+        // backwards and the sort is stable, so equal candidates still go in batch order.
+        ranked.sort { a, b in
+            if a.rank != b.rank { return a.rank > b.rank }
+            if a.candidate.firstArrival != b.candidate.firstArrival { return a.candidate.firstArrival > b.candidate.firstArrival }
+            return LogOrder.precedes(b.candidate.notificationId, a.candidate.notificationId)
+        }
+        while let (_, candidate) = ranked.popLast() {
             if let stillPending = decide(candidate) { state.pending.append(stillPending) }
         }
     }
