@@ -51,7 +51,7 @@ extension EngineStep {
     /// SECURITY (P-BUD-1): delivered at once, held back by nothing but P-IDEM-1; in-app when
     /// push is impossible (P-PREF-1).
     private mutating func deliverImmediately(_ intent: PendingIntent, _ entry: CatalogEntry) {
-        guard let rendered = Renderer.render(entry.type, [intent]) else { return }
+        guard let rendered = Renderer.render(entry, [intent]) else { return }
         let notificationId = context.nextID()
         if pushBlocked {
             emitSectionItems(for: [intent], reason: "permission_denied", rendered: rendered)
@@ -116,7 +116,7 @@ extension EngineStep {
         }
         for (name, group) in groups {
             guard let entry = prepared.catalog[name], let section = entry.type.section,
-                  let rendered = known?.type == name ? known : Renderer.render(entry.type, group)
+                  let rendered = known?.type == name ? known : Renderer.render(entry, group)
             else { continue }
             var itemId = name
             if let key = entry.type.sectionKey, let value = group[0].data[key].flatMap(Self.scalarText) { itemId += ":" + value }

@@ -10,14 +10,18 @@ struct RenderedNotification: Hashable, Sendable {
 
 /// Renders intents of one type into one notification with the type's merge rule (P-COAL-1)
 /// and the profile's copy (P-CAT-2 deep links).
+///
+/// Types are read through their `CatalogEntry`, field by field: a `NotificationType` argument
+/// made every caller copy the whole type (a retain and a release of each of its strings and
+/// collections) for the few fields a rendering reads.
 enum Renderer {
     /// Nil when the merged intents have nothing to say (a score that moved and came back).
-    static func render(_ type: PolicyProfile.NotificationType, _ intents: [PendingIntent]) -> RenderedNotification? {
+    static func render(_ entry: CatalogEntry, _ intents: [PendingIntent]) -> RenderedNotification? {
         guard let first = intents.first, let last = intents.last else { return nil }
         var values = TemplateValues(data: first.data)
         var subjects = 1
         let variant: String
-        switch type.merge {
+        switch entry.type.merge {
         case .first:
             variant = "one"
         case .latest:
@@ -59,7 +63,7 @@ enum Renderer {
             case 1:
                 let note = first.data["note"]?.stringValue ?? ""
                 values["note"] = note
-                variant = note.isEmpty && type.copy["one_without_note"] != nil ? "one_without_note" : "one"
+                variant = note.isEmpty && entry.type.copy["one_without_note"] != nil ? "one_without_note" : "one"
             case 2:
                 values["second"] = names[1]
                 variant = "two"
@@ -68,18 +72,19 @@ enum Renderer {
                 variant = "many"
             }
         }
-        guard let template = type.copy[variant] else { return nil }
-        let link = subjects > 1 ? (type.deepLinkMerged ?? type.deepLink) : type.deepLink
+        guard let template = entry.type.copy[variant] else { return nil }
+        let link = subjects > 1 ? (entry.type.deepLinkMerged ?? entry.type.deepLink) : entry.type.deepLink
         return RenderedNotification(
-            type: type.name, title: type.title.render { values[$0] }, body: template.render { values[$0] },
+            type: entry.type.name, title: entry.type.title.render { values[$0] }, body: template.render { values[$0] },
             deepLink: link.render { values[$0] })
     }
 
     /// Renders a notification the engine makes itself (digest, lapse tiers).
-    static func renderGenerated(_ type: PolicyProfile.NotificationType, variant: String, values: [String: String]) -> RenderedNotification? {
-        guard let template = type.copy[variant] else { return nil }
+    static func renderGenerated(_ entry: CatalogEntry, variant: String, values: [String: String]) -> RenderedNotification? {
+        guard let template = entry.type.copy[variant] else { return nil }
         return RenderedNotification(
-            type: type.name, title: type.title.render(values), body: template.render(values), deepLink: type.deepLink.render(values))
+            type: entry.type.name, title: entry.type.title.render(values), body: template.render(values),
+            deepLink: entry.type.deepLink.render(values))
     }
 
     /// `contact_ids` of all intents, in order: `{contact_id}` is the first; returns how many
