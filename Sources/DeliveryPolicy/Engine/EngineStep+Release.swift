@@ -208,7 +208,7 @@ extension EngineStep {
     private func isUserScheduledInsideQuietHours(_ entry: CatalogEntry, _ intents: [PendingIntent]) -> Bool {
         guard let field = entry.type.quietHoursExemptWhenScheduledIn else { return false }
         return intents.allSatisfy { intent in
-            guard let text = intent.data[field]?.stringValue, let local = LocalDateTime(Substring(text)) else { return false }
+            guard let text = intent.data.field(field)?.stringValue, let local = LocalDateTime(Substring(text)) else { return false }
             return quietHours.contains(local.time)
         }
     }
@@ -290,7 +290,7 @@ extension EngineStep {
     }
 
     private func keyHash(_ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> UInt64 {
-        IdempotencyMemory.hash(intent.data[perKey.field].flatMap(Self.scalarText) ?? "")
+        IdempotencyMemory.hash(intent.data.field(perKey.field).flatMap(Self.scalarText) ?? "")
     }
 
     private func keyedUses(_ type: String, _ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> Int {
