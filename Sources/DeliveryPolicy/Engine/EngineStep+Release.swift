@@ -208,7 +208,7 @@ extension EngineStep {
     private func isUserScheduledInsideQuietHours(_ entry: CatalogEntry, _ intents: [PendingIntent]) -> Bool {
         guard let field = entry.type.quietHoursExemptWhenScheduledIn else { return false }
         return intents.allSatisfy { intent in
-            guard let text = intent.data.field(field)?.stringValue, let local = LocalDateTime(Substring(text)) else { return false }
+            guard let text = intent.data.value(forKey: field)?.stringValue, let local = LocalDateTime(Substring(text)) else { return false }
             return quietHours.contains(local.time)
         }
     }
@@ -242,7 +242,7 @@ extension EngineStep {
         let caps = entry.type.caps
         let name = entry.type.name
         let capped = Verdict(reason: "type_cap", rule: "P-BUD-1", volume: true)
-        if let perDay = caps.perDay, (ledger().byType[name] ?? 0) >= perDay { return capped }
+        if let perDay = caps.perDay, (ledger().byType.value(forKey: name) ?? 0) >= perDay { return capped }
         if let perWeek = caps.perWeek {
             let since = now - .days(7)
             if state.recent.count(where: { $0.type == name && $0.at > since }) >= perWeek { return capped }
@@ -262,7 +262,7 @@ extension EngineStep {
     /// `duration` before it ends (the state keeps only the end).
     private func cooldownVerdict(_ entry: CatalogEntry) -> Verdict? {
         let category = entry.type.category
-        guard !entry.category.cooldownExempt, let until = state.cooldownUntil[category], until > now else {
+        guard !entry.category.cooldownExempt, let until = state.cooldownUntil.value(forKey: category), until > now else {
             return nil
         }
         let windowStart = now - profile.cooldown.per
@@ -290,7 +290,7 @@ extension EngineStep {
     }
 
     private func keyHash(_ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> UInt64 {
-        IdempotencyMemory.hash(intent.data.field(perKey.field).flatMap(Self.scalarText) ?? "")
+        IdempotencyMemory.hash(intent.data.value(forKey: perKey.field).flatMap(Self.scalarText) ?? "")
     }
 
     private func keyedUses(_ type: String, _ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> Int {

@@ -28,7 +28,7 @@ enum Renderer {
             values = TemplateValues(data: last.data)
             variant = "one"
         case .sumCount:
-            let total = intents.reduce(Int64(0)) { $0 + ($1.data.field("count")?.intValue ?? 0) }
+            let total = intents.reduce(Int64(0)) { $0 + ($1.data.value(forKey: "count")?.intValue ?? 0) }
             values["count"] = String(total)
             subjects = addContacts(intents, to: &values)
             variant = "one"
@@ -39,11 +39,11 @@ enum Renderer {
             subjects = max(names.count, addContacts(intents, to: &values))
             variant = names.count == 1 ? "one" : "many"
         case .scoreChange:
-            guard let new = last.data.field("new")?.intValue else { return nil }
+            guard let new = last.data.value(forKey: "new")?.intValue else { return nil }
             values["new"] = String(new)
             values["score"] = String(new)
-            if let label = last.data.field("label")?.stringValue { values["label"] = label }
-            if let old = first.data.field("old")?.intValue {
+            if let label = last.data.value(forKey: "label")?.stringValue { values["label"] = label }
+            if let old = first.data.value(forKey: "old")?.intValue {
                 let delta = new - old
                 if delta == 0 { return nil }
                 values["old"] = String(old)
@@ -55,15 +55,15 @@ enum Renderer {
         case .contactReminders:
             var names: [String] = []
             for i in intents.indices {
-                if let name = intents[i].data.field("contact_name")?.stringValue, !names.contains(name) { names.append(name) }
+                if let name = intents[i].data.value(forKey: "contact_name")?.stringValue, !names.contains(name) { names.append(name) }
             }
             values["name"] = names.first ?? ""
             subjects = names.count
             switch names.count {
             case 1:
-                let note = first.data.field("note")?.stringValue ?? ""
+                let note = first.data.value(forKey: "note")?.stringValue ?? ""
                 values["note"] = note
-                variant = note.isEmpty && entry.type.copy["one_without_note"] != nil ? "one_without_note" : "one"
+                variant = note.isEmpty && entry.type.copy.value(forKey: "one_without_note") != nil ? "one_without_note" : "one"
             case 2:
                 values["second"] = names[1]
                 variant = "two"
@@ -72,7 +72,7 @@ enum Renderer {
                 variant = "many"
             }
         }
-        guard let template = entry.type.copy[variant] else { return nil }
+        guard let template = entry.type.copy.value(forKey: variant) else { return nil }
         let link = subjects > 1 ? (entry.type.deepLinkMerged ?? entry.type.deepLink) : entry.type.deepLink
         return RenderedNotification(
             type: entry.type.name, title: entry.type.title.render { values[$0] }, body: template.render { values[$0] },
@@ -81,7 +81,7 @@ enum Renderer {
 
     /// Renders a notification the engine makes itself (digest, lapse tiers).
     static func renderGenerated(_ entry: CatalogEntry, variant: String, values: [String: String]) -> RenderedNotification? {
-        guard let template = entry.type.copy[variant] else { return nil }
+        guard let template = entry.type.copy.value(forKey: variant) else { return nil }
         return RenderedNotification(
             type: entry.type.name, title: entry.type.title.render(values), body: template.render(values),
             deepLink: entry.type.deepLink.render(values))
@@ -107,7 +107,7 @@ enum Renderer {
         // By index: `for intent in intents` copied every intent (a retain and a release of its
         // id, type and data) to read one field of it.
         for i in intents.indices {
-            guard case .array(let elements)? = intents[i].data.field(field) else { continue }
+            guard case .array(let elements)? = intents[i].data.value(forKey: field) else { continue }
             for case .string(let text) in elements where !distinct || !out.contains(text) { out.append(text) }
         }
         return out
@@ -142,7 +142,7 @@ struct TemplateValues {
     subscript(key: String) -> String? {
         get {
             if let i = computed.firstIndex(where: { $0.key == key }) { return computed[i].value }
-            return data.field(key).flatMap(Renderer.placeholderText)
+            return data.value(forKey: key).flatMap(Renderer.placeholderText)
         }
         set {
             // Like a dictionary over the data fields: nil hides a field.
