@@ -335,19 +335,26 @@ extension EngineStep {
     }
 
     /// The quiet-week `top_pending` choice: the most important intent held back since the last open.
+    ///
+    /// The earliest of the most important wins; an intent replaces the one remembered only when
+    /// it is strictly more important or older, and one whose type the profile no longer knows
+    /// is replaced by any. Decided on (rank, arrival) pairs first and stored once: reading and
+    /// writing `state.topPending` per intent copied a remembered intent each time.
     private mutating func rememberTopPending(_ intents: [PendingIntent]) {
         var lookup = CatalogLookup(prepared)
+        var best: (rank: Int, arrivedAt: Timestamp)?
+        if let current = state.topPending, let entry = lookup(current.type) { best = (entry.type.rank, current.arrivedAt) }
+        var chosen: Int?
         // By index: `for intent in intents` copied every intent (its strings and data) to read
         // two fields of it.
         for i in intents.indices {
             guard let entry = lookup(intents[i].type), !entry.type.inAppOnly else { continue }
-            if let current = state.topPending, let currentEntry = lookup(current.type),
-               (currentEntry.type.rank, current.arrivedAt) <= (entry.type.rank, intents[i].arrivedAt)
-            {
-                continue
-            }
-            state.topPending = intents[i]
+            let key = (rank: entry.type.rank, arrivedAt: intents[i].arrivedAt)
+            if let best, best <= key { continue }
+            best = key
+            chosen = i
         }
+        if let chosen { state.topPending = intents[chosen] }
     }
 
     /// Bookkeeping for a delivered non-security push: budget, caps, cool-down, duplicates.
