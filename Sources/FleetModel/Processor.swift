@@ -60,11 +60,11 @@ public struct OutputIDs: Hashable, Sendable {
 
     /// `stem:number`.
     private static func id(topic stem: String, partition number: Int64) -> String {
-        var stem = stem
-        return stem.withUTF8 { stemBytes in
-            String(unsafeUninitializedCapacity: stemBytes.count + decimalLength(number)) { buffer in
+        let numberLength = decimalLength(number)
+        return withUTF8(of: stem) { stemBytes in
+            String(unsafeUninitializedCapacity: stemBytes.count + numberLength) { buffer in
                 let end = buffer.initialize(fromContentsOf: stemBytes)
-                return writeDecimal(number, into: buffer, at: end)
+                return writeDecimal(number, length: numberLength, into: buffer, at: end)
             }
         }
     }
@@ -74,18 +74,26 @@ public struct OutputIDs: Hashable, Sendable {
     /// Why by hand: every output record of every worker takes an id, and interpolation (or
     /// `+=`) costs several hundred instructions per piece plus a reallocation or two; writing
     /// the UTF-8 bytes straight into a new string of the exact length costs one allocation.
+    /// Each number's length is counted once, before the string is made.
     static func id(topic: String, partition: Int64, offset: Int64, index: Int64) -> String {
-        var topic = topic
-        return topic.withUTF8 { topicBytes in
-            let length = topicBytes.count + decimalLength(partition) + decimalLength(offset) + decimalLength(index)
+        let lengths = (partition: decimalLength(partition), offset: decimalLength(offset), index: decimalLength(index))
+        return withUTF8(of: topic) { topicBytes in
+            let length = topicBytes.count + lengths.partition + lengths.offset + lengths.index
             return String(unsafeUninitializedCapacity: length) { buffer in
                 var end = buffer.initialize(fromContentsOf: topicBytes)
-                end = writeDecimal(partition, into: buffer, at: end)
-                end = writeDecimal(offset, into: buffer, at: end)
-                end = writeDecimal(index, into: buffer, at: end)
-                return end
+                end = writeDecimal(partition, length: lengths.partition, into: buffer, at: end)
+                end = writeDecimal(offset, length: lengths.offset, into: buffer, at: end)
+                return writeDecimal(index, length: lengths.index, into: buffer, at: end)
             }
         }
+    }
+
+    /// Calls `body` with `text`'s UTF-8 bytes in one buffer. Not `String.withUTF8`: that is
+    /// `mutating`, so every id copied its topic into a `var` first (a retain and a release).
+    private static func withUTF8<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
+        var copy = text
+        return copy.withUTF8(body)
     }
 
     /// The bytes `writeDecimal` writes for `value`: the ":", a sign, the digits.
@@ -99,18 +107,20 @@ public struct OutputIDs: Hashable, Sendable {
         return (value < 0 ? 2 : 1) + digits
     }
 
-    /// Writes ":" and `value` in decimal at `start`; returns the index after it.
-    private static func writeDecimal(_ value: Int64, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+    /// Writes ":" and `value` in decimal at `start`, `length` bytes (its `decimalLength`);
+    /// returns the index after it.
+    private static func writeDecimal(_ value: Int64, length: Int, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
         buffer[start] = UInt8(ascii: ":")
         if value < 0 { buffer[start + 1] = UInt8(ascii: "-") }
-        let end = start + decimalLength(value)
+        let end = start + length
         // Digits from the least significant, written from the end backwards.
         var magnitude = value.magnitude
         var position = end
         repeat {
             position -= 1
-            buffer[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-            magnitude /= 10
+            let (quotient, digit) = magnitude.quotientAndRemainder(dividingBy: 10)
+            buffer[position] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: digit)
+            magnitude = quotient
         } while magnitude > 0
         return end
     }

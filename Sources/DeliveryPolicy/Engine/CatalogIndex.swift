@@ -35,9 +35,22 @@ struct CatalogIndex: Sendable {
         return nil
     }
 
-    /// Where probing for `name` starts: FNV-1a folded to mix its well-spread high bits down.
+    /// Where probing for `name` starts.
+    ///
+    /// Why not FNV-1a over every byte: the catalog is looked up several times per intent, and
+    /// the byte loop was most of a lookup's cost. Type names are short and differ in their
+    /// first or last eight bytes ("contacts.dedup_ready", "contacts.enrichment"), so those two
+    /// words and the length, multiplied to spread them, place them as well. The hash never
+    /// leaves this process (the table is rebuilt from the profile), and a collision only costs
+    /// a probe: every candidate is compared by name.
     private static func home(of name: String, mask: Int) -> Int {
-        let hash = IdempotencyMemory.hash(name)
+        let hash = IdempotencyMemory.withUTF8(of: name) { bytes -> UInt64 in
+            let raw = UnsafeRawBufferPointer(bytes)
+            guard raw.count >= 8 else { return IdempotencyMemory.hash(bytes) }
+            let head = raw.loadUnaligned(as: UInt64.self)
+            let tail = raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self)
+            return (head ^ (tail &* 0x9E37_79B9_7F4A_7C15) ^ UInt64(raw.count)) &* 0xC2B2_AE3D_27D4_EB4F
+        }
         return Int(truncatingIfNeeded: hash ^ (hash >> 29)) & mask
     }
 }

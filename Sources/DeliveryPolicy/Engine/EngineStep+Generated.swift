@@ -82,9 +82,9 @@ extension EngineStep {
         }
         // What it would say is read only now, at its time: intents that arrive while it waits
         // out quiet hours count in a summary.
-        let type: PolicyProfile.NotificationType, rendered: RenderedNotification
+        let entry: CatalogEntry, rendered: RenderedNotification
         switch renderGenerated(candidate) {
-        case .rendered(let t, let r): (type, rendered) = (t, r)
+        case .rendered(let e, let r): (entry, rendered) = (e, r)
         case .nothingToSay(let reason, let rule): return settleGenerated(candidate, .skipped, reason, rule)
         case .notInCatalog: return settleGenerated(candidate, .suppressed, "not_in_catalog", "P-CAT-1")
         case .noCopy: return settleGenerated(candidate, .suppressed, "no_copy", "P-PROF-1")
@@ -97,11 +97,11 @@ extension EngineStep {
             return settleGenerated(candidate, .suppressed, "daily_budget", "P-BUD-1")
         }
         emitDelivery(
-            rendered, notificationId: candidate.notificationId, category: type.category, channel: email ? .email : .push,
+            rendered, notificationId: candidate.notificationId, category: entry.type.category, channel: email ? .email : .push,
             merged: candidate.kind == .digest ? candidate.summarised : candidate.intents.map(\.id))
         let (reason, rule) = wasDeferred ? ("quiet_hours_ended", "P-DND-1") : ("within_budget", "P-BUD-1")
         emitGeneratedDecision(candidate, .delivered, reason: reason, rule: rule)
-        recordDelivery(type, bodyHash: IdempotencyMemory.hash(rendered.body))
+        recordDelivery(entry, bodyHash: IdempotencyMemory.hash(rendered.body))
         switch candidate.kind {
         case .lapsedSummary, .topPending:
             state.lapse.tierNotificationId = candidate.notificationId
@@ -161,7 +161,7 @@ extension EngineStep {
     }
 
     private enum GeneratedCopy {
-        case rendered(PolicyProfile.NotificationType, RenderedNotification)
+        case rendered(CatalogEntry, RenderedNotification)
         /// Nothing (left) to say: skipped, with the reason and the rule that says so.
         case nothingToSay(reason: String, rule: String)
         /// A replay under another profile whose catalog lacks the type.
@@ -172,16 +172,16 @@ extension EngineStep {
 
     private func renderGenerated(_ candidate: Candidate) -> GeneratedCopy {
         let totals = state.sinceOpen
-        func copy(_ type: PolicyProfile.NotificationType, _ rendered: RenderedNotification?) -> GeneratedCopy {
-            rendered.map { .rendered(type, $0) } ?? .noCopy
+        func copy(_ entry: CatalogEntry, _ rendered: RenderedNotification?) -> GeneratedCopy {
+            rendered.map { .rendered(entry, $0) } ?? .noCopy
         }
         switch candidate.kind {
         case .digest:
-            guard let type = profile.catalog[profile.digest.notification] else { return .notInCatalog }
+            guard let entry = prepared.catalog[profile.digest.notification] else { return .notInCatalog }
             guard !candidate.summarised.isEmpty else { return .nothingToSay(reason: "nothing_to_summarise", rule: "P-BUD-5") }
-            return copy(type, Renderer.renderGenerated(type, variant: "one", values: ["count": String(candidate.summarised.count)]))
+            return copy(entry, Renderer.renderGenerated(entry, variant: "one", values: ["count": String(candidate.summarised.count)]))
         case .lapsedSummary, .dormantEmail:
-            guard let type = profile.catalog[profile.lapse.summaryNotification] else { return .notInCatalog }
+            guard let entry = prepared.catalog[profile.lapse.summaryNotification] else { return .notInCatalog }
             // "If nothing changed, nothing appears" (§5.4).
             guard totals.enrichment + totals.dedup > 0 else {
                 return .nothingToSay(reason: "nothing_accumulated", rule: candidate.kind == .dormantEmail ? "P-LAP-5" : "P-LAP-2")
@@ -192,16 +192,16 @@ extension EngineStep {
                 values["score"] = String(score)
                 variant = "one"
             }
-            return copy(type, Renderer.renderGenerated(type, variant: variant, values: values))
+            return copy(entry, Renderer.renderGenerated(entry, variant: variant, values: values))
         case .valueReminder:
-            guard let type = profile.catalog[profile.lapse.valueReminderNotification] else { return .notInCatalog }
+            guard let entry = prepared.catalog[profile.lapse.valueReminderNotification] else { return .notInCatalog }
             guard totals.enrichment > 0 else { return .nothingToSay(reason: "no_new_enrichments", rule: "P-LAP-4") }
-            return copy(type, Renderer.renderGenerated(type, variant: "one", values: ["enrichments": String(totals.enrichment)]))
+            return copy(entry, Renderer.renderGenerated(entry, variant: "one", values: ["enrichments": String(totals.enrichment)]))
         case .topPending:
             guard let intent = candidate.intents.first else { return .nothingToSay(reason: "nothing_pending", rule: "P-LAP-3") }
-            guard let type = profile.catalog[intent.type] else { return .notInCatalog }
-            guard let rendered = Renderer.render(type, [intent]) else { return .nothingToSay(reason: "no_net_change", rule: "P-COAL-1") }
-            return .rendered(type, rendered)
+            guard let entry = prepared.catalog[intent.type] else { return .notInCatalog }
+            guard let rendered = Renderer.render(entry, [intent]) else { return .nothingToSay(reason: "no_net_change", rule: "P-COAL-1") }
+            return .rendered(entry, rendered)
         case .intents:
             return .notInCatalog  // not reached: `decide` hands intents to `decideIntents`
         }

@@ -34,10 +34,14 @@ extension EngineStep {
 
         let streak = updatedStreak(today: todayDate.daysSinceEpoch)
         state.streak = streak
-        var properties = Self.appOpenedProperties.make(
-            .string(open.entrySource.rawValue), .bool((daysAway ?? 0) >= profile.lapse.quietModeDays),
-            .int(Int64(streak.current)), .int(Int64(streak.longest)))
-        if let daysAway { properties["days_since_last_open"] = .int(Int64(daysAway)) }
+        let entrySource = JSONValue.string(open.entrySource.rawValue), isLapsed = JSONValue.bool((daysAway ?? 0) >= profile.lapse.quietModeDays)
+        let current = JSONValue.int(Int64(streak.current)), longest = JSONValue.int(Int64(streak.longest))
+        let properties =
+            if let daysAway {
+                Self.appOpenedAgainProperties.make(entrySource, isLapsed, current, longest, .int(Int64(daysAway)))
+            } else {
+                Self.appOpenedProperties.make(entrySource, isLapsed, current, longest)
+            }
         emitEvent("retention.app_opened", properties)
 
         state.sinceOpen = SinceOpenTotals()
@@ -49,8 +53,13 @@ extension EngineStep {
         state.lastOpenAt = now
     }
 
-    /// `retention.app_opened`'s properties but `days_since_last_open`, present only after a first open.
+    /// `retention.app_opened`'s properties at a first open.
     private static let appOpenedProperties = JSONObjectTemplate(keys: ["entry_source", "is_lapsed", "streak_current", "streak_longest"])
+    /// `retention.app_opened`'s properties at every later open, with `days_since_last_open`: a
+    /// template of its own, because adding the key to an object made from the first one hashed
+    /// it and grew the object's table (a second allocation).
+    private static let appOpenedAgainProperties = JSONObjectTemplate(
+        keys: ["entry_source", "is_lapsed", "streak_current", "streak_longest", "days_since_last_open"])
 
     /// P-EVT-2: same day no change, next day +1, a gap resets to 1.
     private func updatedStreak(today: Int) -> Streak {

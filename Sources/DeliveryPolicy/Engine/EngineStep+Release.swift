@@ -13,17 +13,25 @@ extension EngineStep {
     ///
     /// The candidates are moved, never copied, from the batch through the decision back into
     /// `pending`: a copy retained and released every string and array a candidate holds.
+    ///
+    /// Each candidate is ranked once, before sorting: a comparator that ranked both sides
+    /// looked their types up again at every comparison and captured a copy of the whole step.
     mutating func release(_ batch: consuming [Candidate]) {
-        if batch.count > 1 {
-            batch.sort { a, b in
-                let ra = rank(of: a), rb = rank(of: b)
-                if ra != rb { return ra < rb }
-                if a.firstArrival != b.firstArrival { return a.firstArrival < b.firstArrival }
-                return LogOrder.precedes(a.notificationId, b.notificationId)
-            }
-            batch.reverse()  // taken from the end
+        guard batch.count > 1 else {
+            if let candidate = batch.popLast(), let stillPending = decide(candidate) { state.pending.append(stillPending) }
+            return
         }
-        while let candidate = batch.popLast() {
+        var ranked: [(rank: Int, candidate: Candidate)] = []
+        ranked.reserveCapacity(batch.count)
+        while let candidate = batch.popLast() { ranked.append((rank(of: candidate), candidate)) }
+        // Last in order first, as they are taken from the end. `ranked` holds the batch
+        // backwards and the sort is stable, so equal candidates still go in batch order.
+        ranked.sort { a, b in
+            if a.rank != b.rank { return a.rank > b.rank }
+            if a.candidate.firstArrival != b.candidate.firstArrival { return a.candidate.firstArrival > b.candidate.firstArrival }
+            return LogOrder.precedes(b.candidate.notificationId, a.candidate.notificationId)
+        }
+        while let (_, candidate) = ranked.popLast() {
             if let stillPending = decide(candidate) { state.pending.append(stillPending) }
         }
     }
@@ -73,13 +81,16 @@ extension EngineStep {
             guard !candidate.intents.isEmpty else { return nil }
         }
 
-        guard let type = primaryType(of: candidate.intents)?.type else { return nil }
+        // The primary type is read through its entry, field by field: a local
+        // `NotificationType` copied all of its strings and collections once per decision.
+        guard let entry = primaryType(of: candidate.intents) else { return nil }
+        let typeName = entry.type.name
         // A window nearly always holds one type: then no filtering (and no new arrays) is needed.
-        let homogeneous = candidate.intents.allSatisfy { $0.type == type.name }
-        let primary = homogeneous ? candidate.intents : candidate.intents.filter { $0.type == type.name }
-        let others = homogeneous ? [] : candidate.intents.filter { $0.type != type.name }
+        let homogeneous = candidate.intents.allSatisfy { $0.type == typeName }
+        let primary = homogeneous ? candidate.intents : candidate.intents.filter { $0.type == typeName }
+        let others = homogeneous ? [] : candidate.intents.filter { $0.type != typeName }
 
-        if let verdict = preferenceVerdict(type) {
+        if let verdict = preferenceVerdict(entry) {
             settle(candidate.intents, .suppressed, verdict, notificationId: nil)
             return nil
         }
@@ -87,7 +98,7 @@ extension EngineStep {
         // P-DND-1: deferred to the end of quiet hours, unless the user scheduled it inside them.
         var exemptFromQuietHours = false
         if let end = quietHours.end(containing: now, local: localNow, in: zone) {
-            if isUserScheduledInsideQuietHours(type, primary) {
+            if isUserScheduledInsideQuietHours(entry, primary) {
                 exemptFromQuietHours = true
             } else {
                 return deferred(candidate, until: end)
@@ -95,14 +106,14 @@ extension EngineStep {
         }
 
         // P-BUD-6 day one.
-        if let verdict = dayOneVerdict(type) {
+        if let verdict = dayOneVerdict(entry) {
             settle(candidate.intents, .suppressed, verdict, notificationId: nil)
             return nil
         }
 
         // Per-key caps drop single intents (a birthday already sent this year), then decide again.
-        if let perKey = type.caps.perKey {
-            let capped = primary.filter { keyedUses(type.name, perKey, $0) >= perKey.max }
+        if let perKey = entry.type.caps.perKey {
+            let capped = primary.filter { keyedUses(typeName, perKey, $0) >= perKey.max }
             if !capped.isEmpty {
                 candidate.intents.removeAll { intent in capped.contains { $0.id == intent.id } }
                 lose(capped, Verdict(reason: "type_cap", rule: "P-BUD-1", volume: true))
@@ -110,12 +121,12 @@ extension EngineStep {
             }
         }
 
-        if let verdict = capVerdict(type) ?? cooldownVerdict(type) {
+        if let verdict = capVerdict(entry) ?? cooldownVerdict(entry) {
             lose(candidate.intents, verdict)
             return nil
         }
 
-        guard let rendered = Renderer.render(type, primary) else {
+        guard let rendered = Renderer.render(entry, primary) else {
             settle(candidate.intents, .suppressed, Verdict(reason: "no_net_change", rule: "P-COAL-1"), notificationId: nil)
             return nil
         }
@@ -123,18 +134,18 @@ extension EngineStep {
         // P-DUP-1
         let bodyHash = IdempotencyMemory.hash(rendered.body)
         let dupSince = now - profile.duplicateContent.window
-        if state.recent.contains(where: { $0.type == type.name && $0.bodyHash == bodyHash && $0.at > dupSince }) {
+        if state.recent.contains(where: { $0.type == typeName && $0.bodyHash == bodyHash && $0.at > dupSince }) {
             settle(candidate.intents, .suppressed, Verdict(reason: "duplicate_content", rule: "P-DUP-1"), notificationId: nil, rendered: rendered)
             return nil
         }
 
-        if let verdict = budgetVerdict(rank: type.rank) {
+        if let verdict = budgetVerdict(rank: entry.type.rank) {
             lose(candidate.intents, verdict, rendered: rendered)
             return nil
         }
 
         // Delivered.
-        emitDelivery(rendered, notificationId: candidate.notificationId, category: type.category, channel: .push, merged: candidate.intents.map(\.id))
+        emitDelivery(rendered, notificationId: candidate.notificationId, category: entry.type.category, channel: .push, merged: candidate.intents.map(\.id))
         let (reason, rule) =
             exemptFromQuietHours ? ("scheduled_by_user", "P-DND-1")
             : wasDeferred ? ("quiet_hours_ended", "P-DND-1") : ("within_budget", "P-BUD-1")
@@ -149,9 +160,9 @@ extension EngineStep {
             emitDecision(intent.id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
         }
         if !others.isEmpty { emitSectionItems(for: others, reason: "merged") }
-        recordDelivery(type, bodyHash: bodyHash)
-        if let perKey = type.caps.perKey {
-            for intent in primary { useKey(type.name, perKey, intent) }
+        recordDelivery(entry, bodyHash: bodyHash)
+        if let perKey = entry.type.caps.perKey {
+            for intent in primary { useKey(typeName, perKey, intent) }
         }
         return nil
     }
@@ -174,18 +185,18 @@ extension EngineStep {
     }
 
     /// P-PREF-1, P-LAP-3, P-LAP-5 and the weekend pause: the user's own settings and lapse state.
-    private func preferenceVerdict(_ type: PolicyProfile.NotificationType) -> Verdict? {
-        if type.userCanDisable && state.disabledCategories.contains(type.category) {
+    private func preferenceVerdict(_ entry: CatalogEntry) -> Verdict? {
+        if entry.type.userCanDisable && state.disabledCategories.contains(entry.type.category) {
             return Verdict(reason: "category_disabled", rule: "P-PREF-1")
         }
-        if type.inAppOnly { return Verdict(reason: "in_app_only", rule: "P-SEC-2") }
+        if entry.type.inAppOnly { return Verdict(reason: "in_app_only", rule: "P-SEC-2") }
         if pushBlocked { return Verdict(reason: "permission_denied", rule: "P-PREF-1") }
-        if type.requiresPremium && !state.premium { return Verdict(reason: "not_premium", rule: "P-PREF-1") }
+        if entry.type.requiresPremium && !state.premium { return Verdict(reason: "not_premium", rule: "P-PREF-1") }
         if isDormant { return Verdict(reason: "dormant", rule: "P-LAP-5") }
-        if inQuietMode && !profile.lapse.quietModeAllowedCategories.contains(type.category) {
+        if inQuietMode && !profile.lapse.quietModeAllowedCategories.contains(entry.type.category) {
             return Verdict(reason: "quiet_mode", rule: "P-LAP-3")
         }
-        if profile.weekendPause.onByDefault && type.userCanDisable
+        if profile.weekendPause.onByDefault && entry.type.userCanDisable
             && profile.weekendPause.days.contains(localNow.date.isoWeekday)
         {
             return Verdict(reason: "weekend_pause", rule: "P-PROF-1")
@@ -194,10 +205,10 @@ extension EngineStep {
     }
 
     /// P-DND-1 exception: every intent carries a user-scheduled local time inside quiet hours.
-    private func isUserScheduledInsideQuietHours(_ type: PolicyProfile.NotificationType, _ intents: [PendingIntent]) -> Bool {
-        guard let field = type.quietHoursExemptWhenScheduledIn else { return false }
+    private func isUserScheduledInsideQuietHours(_ entry: CatalogEntry, _ intents: [PendingIntent]) -> Bool {
+        guard let field = entry.type.quietHoursExemptWhenScheduledIn else { return false }
         return intents.allSatisfy { intent in
-            guard let text = intent.data[field]?.stringValue, let local = LocalDateTime(Substring(text)) else { return false }
+            guard let text = intent.data.value(forKey: field)?.stringValue, let local = LocalDateTime(Substring(text)) else { return false }
             return quietHours.contains(local.time)
         }
     }
@@ -215,11 +226,11 @@ extension EngineStep {
         return candidate
     }
 
-    private mutating func dayOneVerdict(_ type: PolicyProfile.NotificationType) -> Verdict? {
+    private mutating func dayOneVerdict(_ entry: CatalogEntry) -> Verdict? {
         guard profile.dayOne.enabled, let signup = state.signedUpAt,
               zone.localDate(at: signup).daysSinceEpoch == today
         else { return nil }
-        guard let index = profile.dayOne.limits.firstIndex(where: { $0.types.contains(type.name) }) else {
+        guard let index = profile.dayOne.limits.firstIndex(where: { $0.types.contains(entry.type.name) }) else {
             return Verdict(reason: "day_one_limit", rule: "P-BUD-6")
         }
         let used = ledger().dayOne.indices.contains(index) ? ledger().dayOne[index] : 0
@@ -227,19 +238,20 @@ extension EngineStep {
     }
 
     /// §1 "own cap" and the FitCircle frequency caps.
-    private mutating func capVerdict(_ type: PolicyProfile.NotificationType) -> Verdict? {
-        let caps = type.caps
+    private mutating func capVerdict(_ entry: CatalogEntry) -> Verdict? {
+        let caps = entry.type.caps
+        let name = entry.type.name
         let capped = Verdict(reason: "type_cap", rule: "P-BUD-1", volume: true)
-        if let perDay = caps.perDay, (ledger().byType[type.name] ?? 0) >= perDay { return capped }
+        if let perDay = caps.perDay, (ledger().byType.value(forKey: name) ?? 0) >= perDay { return capped }
         if let perWeek = caps.perWeek {
             let since = now - .days(7)
-            if state.recent.count(where: { $0.type == type.name && $0.at > since }) >= perWeek { return capped }
+            if state.recent.count(where: { $0.type == name && $0.at > since }) >= perWeek { return capped }
         }
         if let interval = caps.minInterval {
             let since = now - interval
-            if state.recent.contains(where: { $0.type == type.name && $0.at > since }) { return capped }
+            if state.recent.contains(where: { $0.type == name && $0.at > since }) { return capped }
         }
-        if let total = caps.total, (state.lifetime[type.name] ?? 0) >= total { return capped }
+        if let total = caps.total, (state.lifetime[name] ?? 0) >= total { return capped }
         if let days = caps.withinDaysOfSignup, (userAgeDays ?? Int.max) >= days { return capped }
         return nil
     }
@@ -248,14 +260,15 @@ extension EngineStep {
     /// dismissed into it came before it began and do not count, or the cool-down would hold
     /// back even its one allowed delivery until the last of them was `per` old. It began
     /// `duration` before it ends (the state keeps only the end).
-    private func cooldownVerdict(_ type: PolicyProfile.NotificationType) -> Verdict? {
-        guard !profile.category(type.category).cooldownExempt, let until = state.cooldownUntil[type.category], until > now else {
+    private func cooldownVerdict(_ entry: CatalogEntry) -> Verdict? {
+        let category = entry.type.category
+        guard !entry.category.cooldownExempt, let until = state.cooldownUntil.value(forKey: category), until > now else {
             return nil
         }
         let windowStart = now - profile.cooldown.per
         let began = until - profile.cooldown.duration
         let recent = state.recent.count {
-            $0.at > windowStart && $0.at >= began && prepared.catalog[$0.type]?.type.category == type.category
+            $0.at > windowStart && $0.at >= began && prepared.catalog[$0.type]?.type.category == category
         }
         return recent >= profile.cooldown.maxDeliveries ? Verdict(reason: "category_cooldown", rule: "P-COOL-1", volume: true) : nil
     }
@@ -277,7 +290,7 @@ extension EngineStep {
     }
 
     private func keyHash(_ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> UInt64 {
-        IdempotencyMemory.hash(intent.data[perKey.field].flatMap(Self.scalarText) ?? "")
+        IdempotencyMemory.hash(intent.data.value(forKey: perKey.field).flatMap(Self.scalarText) ?? "")
     }
 
     private func keyedUses(_ type: String, _ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> Int {
@@ -322,35 +335,43 @@ extension EngineStep {
     }
 
     /// The quiet-week `top_pending` choice: the most important intent held back since the last open.
+    ///
+    /// The earliest of the most important wins; an intent replaces the one remembered only when
+    /// it is strictly more important or older, and one whose type the profile no longer knows
+    /// is replaced by any. Decided on (rank, arrival) pairs first and stored once: reading and
+    /// writing `state.topPending` per intent copied a remembered intent each time.
     private mutating func rememberTopPending(_ intents: [PendingIntent]) {
         var lookup = CatalogLookup(prepared)
+        var best: (rank: Int, arrivedAt: Timestamp)?
+        if let current = state.topPending, let entry = lookup(current.type) { best = (entry.type.rank, current.arrivedAt) }
+        var chosen: Int?
         // By index: `for intent in intents` copied every intent (its strings and data) to read
         // two fields of it.
         for i in intents.indices {
             guard let entry = lookup(intents[i].type), !entry.type.inAppOnly else { continue }
-            if let current = state.topPending, let currentEntry = lookup(current.type),
-               (currentEntry.type.rank, current.arrivedAt) <= (entry.type.rank, intents[i].arrivedAt)
-            {
-                continue
-            }
-            state.topPending = intents[i]
+            let key = (rank: entry.type.rank, arrivedAt: intents[i].arrivedAt)
+            if let best, best <= key { continue }
+            best = key
+            chosen = i
         }
+        if let chosen { state.topPending = intents[chosen] }
     }
 
     /// Bookkeeping for a delivered non-security push: budget, caps, cool-down, duplicates.
-    mutating func recordDelivery(_ type: PolicyProfile.NotificationType, bodyHash: UInt64) {
-        let dayOneIndex = profile.dayOne.limits.firstIndex { $0.types.contains(type.name) }
+    mutating func recordDelivery(_ entry: CatalogEntry, bodyHash: UInt64) {
+        let name = entry.type.name
+        let dayOneIndex = profile.dayOne.limits.firstIndex { $0.types.contains(name) }
         let limits = profile.dayOne.limits.count
         updateLedger { l in
             l.delivered += 1
-            l.byType[type.name, default: 0] += 1
+            l.byType[name, default: 0] += 1
             if let dayOneIndex {
                 if l.dayOne.count < limits { l.dayOne += Array(repeating: 0, count: limits - l.dayOne.count) }
                 l.dayOne[dayOneIndex] += 1
             }
         }
-        state.recent.append(RecentDelivery(type: type.name, at: now, bodyHash: bodyHash))
-        if type.caps.total != nil { state.lifetime[type.name, default: 0] += 1 }
-        state.lastDeliveredCategory = type.category
+        state.recent.append(RecentDelivery(type: name, at: now, bodyHash: bodyHash))
+        if entry.type.caps.total != nil { state.lifetime[name, default: 0] += 1 }
+        state.lastDeliveredCategory = entry.type.category
     }
 }

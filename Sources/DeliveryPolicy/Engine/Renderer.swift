@@ -10,21 +10,25 @@ struct RenderedNotification: Hashable, Sendable {
 
 /// Renders intents of one type into one notification with the type's merge rule (P-COAL-1)
 /// and the profile's copy (P-CAT-2 deep links).
+///
+/// Types are read through their `CatalogEntry`, field by field: a `NotificationType` argument
+/// made every caller copy the whole type (a retain and a release of each of its strings and
+/// collections) for the few fields a rendering reads.
 enum Renderer {
     /// Nil when the merged intents have nothing to say (a score that moved and came back).
-    static func render(_ type: PolicyProfile.NotificationType, _ intents: [PendingIntent]) -> RenderedNotification? {
+    static func render(_ entry: CatalogEntry, _ intents: [PendingIntent]) -> RenderedNotification? {
         guard let first = intents.first, let last = intents.last else { return nil }
         var values = TemplateValues(data: first.data)
         var subjects = 1
         let variant: String
-        switch type.merge {
+        switch entry.type.merge {
         case .first:
             variant = "one"
         case .latest:
             values = TemplateValues(data: last.data)
             variant = "one"
         case .sumCount:
-            let total = intents.reduce(Int64(0)) { $0 + ($1.data["count"]?.intValue ?? 0) }
+            let total = intents.reduce(Int64(0)) { $0 + ($1.data.value(forKey: "count")?.intValue ?? 0) }
             values["count"] = String(total)
             subjects = addContacts(intents, to: &values)
             variant = "one"
@@ -35,11 +39,11 @@ enum Renderer {
             subjects = max(names.count, addContacts(intents, to: &values))
             variant = names.count == 1 ? "one" : "many"
         case .scoreChange:
-            guard let new = last.data["new"]?.intValue else { return nil }
+            guard let new = last.data.value(forKey: "new")?.intValue else { return nil }
             values["new"] = String(new)
             values["score"] = String(new)
-            if let label = last.data["label"]?.stringValue { values["label"] = label }
-            if let old = first.data["old"]?.intValue {
+            if let label = last.data.value(forKey: "label")?.stringValue { values["label"] = label }
+            if let old = first.data.value(forKey: "old")?.intValue {
                 let delta = new - old
                 if delta == 0 { return nil }
                 values["old"] = String(old)
@@ -50,16 +54,16 @@ enum Renderer {
             }
         case .contactReminders:
             var names: [String] = []
-            for intent in intents {
-                if let name = intent.data["contact_name"]?.stringValue, !names.contains(name) { names.append(name) }
+            for i in intents.indices {
+                if let name = intents[i].data.value(forKey: "contact_name")?.stringValue, !names.contains(name) { names.append(name) }
             }
             values["name"] = names.first ?? ""
             subjects = names.count
             switch names.count {
             case 1:
-                let note = first.data["note"]?.stringValue ?? ""
+                let note = first.data.value(forKey: "note")?.stringValue ?? ""
                 values["note"] = note
-                variant = note.isEmpty && type.copy["one_without_note"] != nil ? "one_without_note" : "one"
+                variant = note.isEmpty && entry.type.copy.value(forKey: "one_without_note") != nil ? "one_without_note" : "one"
             case 2:
                 values["second"] = names[1]
                 variant = "two"
@@ -68,18 +72,19 @@ enum Renderer {
                 variant = "many"
             }
         }
-        guard let template = type.copy[variant] else { return nil }
-        let link = subjects > 1 ? (type.deepLinkMerged ?? type.deepLink) : type.deepLink
+        guard let template = entry.type.copy.value(forKey: variant) else { return nil }
+        let link = subjects > 1 ? (entry.type.deepLinkMerged ?? entry.type.deepLink) : entry.type.deepLink
         return RenderedNotification(
-            type: type.name, title: type.title.render { values[$0] }, body: template.render { values[$0] },
+            type: entry.type.name, title: entry.type.title.render { values[$0] }, body: template.render { values[$0] },
             deepLink: link.render { values[$0] })
     }
 
     /// Renders a notification the engine makes itself (digest, lapse tiers).
-    static func renderGenerated(_ type: PolicyProfile.NotificationType, variant: String, values: [String: String]) -> RenderedNotification? {
-        guard let template = type.copy[variant] else { return nil }
+    static func renderGenerated(_ entry: CatalogEntry, variant: String, values: [String: String]) -> RenderedNotification? {
+        guard let template = entry.type.copy.value(forKey: variant) else { return nil }
         return RenderedNotification(
-            type: type.name, title: type.title.render(values), body: template.render(values), deepLink: type.deepLink.render(values))
+            type: entry.type.name, title: entry.type.title.render(values), body: template.render(values),
+            deepLink: entry.type.deepLink.render(values))
     }
 
     /// `contact_ids` of all intents, in order: `{contact_id}` is the first; returns how many
@@ -99,8 +104,10 @@ enum Renderer {
         var out: [String] = []
         // Lists usually hold a name or two per intent: one allocation instead of one per doubling.
         out.reserveCapacity(2 * intents.count)
-        for intent in intents {
-            guard case .array(let elements)? = intent.data[field] else { continue }
+        // By index: `for intent in intents` copied every intent (a retain and a release of its
+        // id, type and data) to read one field of it.
+        for i in intents.indices {
+            guard case .array(let elements)? = intents[i].data.value(forKey: field) else { continue }
             for case .string(let text) in elements where !distinct || !out.contains(text) { out.append(text) }
         }
         return out
@@ -130,19 +137,21 @@ struct TemplateValues {
 
     init(data: JSONObject) {
         self.data = data
-        computed.reserveCapacity(6)  // the most a merge rule computes (score change: five)
     }
 
     subscript(key: String) -> String? {
         get {
             if let i = computed.firstIndex(where: { $0.key == key }) { return computed[i].value }
-            return data[key].flatMap(Renderer.placeholderText)
+            return data.value(forKey: key).flatMap(Renderer.placeholderText)
         }
         set {
             // Like a dictionary over the data fields: nil hides a field.
             if let i = computed.firstIndex(where: { $0.key == key }) {
                 computed[i].value = newValue
             } else {
+                // Room for the most a merge rule computes (score change: five) at the first
+                // value, so `first` and `latest` (which compute none) allocate nothing.
+                if computed.isEmpty { computed.reserveCapacity(6) }
                 computed.append((key, newValue))
             }
         }
