@@ -99,6 +99,12 @@ public final class InMemoryLog: Sendable {
         var revoking = false
         /// The topics to join again with once a `lost` event is handled (the session expired).
         var rejoining: [String]?
+
+        /// The partitions the member's handler will believe it holds once it has handled its
+        /// pending events: what a revocation or a loss takes away.
+        var held: [TopicPartition] {
+            events.last { $0.kind == .assigned }?.partitions ?? assignment
+        }
     }
 
     struct State: Sendable {
@@ -385,10 +391,9 @@ public final class InMemoryLog: Sendable {
             return
         }
         state.rebalancing = true
-        for id in state.members.keys.sorted()
-        where !(state.members[id]?.assignment.isEmpty ?? true) && state.members[id]?.rejoining == nil {
-            guard let member = state.members[id] else { continue }
-            state.members[id]?.events.append(RebalanceEvent(kind: .revoked, partitions: member.assignment, rebalanceProtocol: .eager))
+        for id in state.members.keys.sorted() where state.members[id]?.rejoining == nil {
+            guard let held = state.members[id]?.held, !held.isEmpty else { continue }
+            state.members[id]?.events.append(RebalanceEvent(kind: .revoked, partitions: held, rebalanceProtocol: .eager))
             state.members[id]?.revoking = true
             state.awaitingRevocation.insert(id)
         }
@@ -477,7 +482,7 @@ public final class InMemoryLog: Sendable {
                 // Like librdkafka, the member keeps its assignment (it may still seek and pause
                 // it, but nothing is fetched) until its handler has heard `lost`.
                 state.members[id]?.revoking = false
-                state.members[id]?.events = [RebalanceEvent(kind: .lost, partitions: member.assignment, rebalanceProtocol: .eager)]
+                state.members[id]?.events.append(RebalanceEvent(kind: .lost, partitions: member.held, rebalanceProtocol: .eager))
                 state.members[id]?.rejoining = member.rejoining ?? member.topics
                 state.members[id]?.topics = []
                 state.members[id]?.generation = -1
