@@ -5,6 +5,7 @@ import FleetWorkers
 import Foundation
 import Kafka
 import Logging
+import ServiceLifecycleTestKit
 import Synchronization
 import Testing
 
@@ -110,6 +111,12 @@ struct InMemoryFleet: Sendable {
     struct Instance: Sendable {
         let name: String
         let task: Task<Void, any Error>
+        /// Its graceful shutdown (SIGTERM), once the task has started.
+        let shutdown: Shutdown
+    }
+
+    final class Shutdown: Sendable {
+        let trigger = Mutex<GracefulShutdownTestTrigger?>(nil)
     }
 
     /// Starts instance `name` on the log (small batches, so units are many).
@@ -119,7 +126,14 @@ struct InMemoryFleet: Sendable {
         logger.logLevel = ProcessInfo.processInfo.environment["IN_MEMORY_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
         let clients = InMemoryLogClients(log: log, instance: name, guarantee: guarantee, maxBatchSize: 8)
         let runtime = WorkerRuntime(settings: try settings(), processor: Self.engine, clients: clients, logger: logger)
-        return Instance(name: name, task: Task { try await runtime.run() })
+        let shutdown = Shutdown()
+        let task = Task {
+            try await testGracefulShutdown { trigger in
+                shutdown.trigger.withLock { $0 = trigger }
+                try await runtime.run()
+            }
+        }
+        return Instance(name: name, task: task, shutdown: shutdown)
     }
 
     /// Whether every input record is committed.
@@ -146,11 +160,22 @@ struct InMemoryFleet: Sendable {
         var description: String { "timed out waiting for \(what)" }
     }
 
-    /// Ends an instance: cancelled (its loops stop, it commits what it holds unless it is dead)
-    /// and awaited.
-    func stop(_ instance: Instance) async {
-        instance.task.cancel()
-        _ = await instance.task.result
+    /// Ends an instance as SIGTERM does (graceful shutdown: it commits what it holds unless it
+    /// is dead, and leaves the group) and waits for it, for at most `timeout`: a runtime that
+    /// does not end is a failure, not a hang.
+    func stop(_ instance: Instance, timeout: Duration = .seconds(10)) async throws {
+        try await wait(for: "instance \(instance.name) to start") { instance.shutdown.trigger.withLock { $0 != nil } }
+        instance.shutdown.trigger.withLock { $0 }?.triggerGracefulShutdown()
+        let ended = Ended()
+        Task {
+            _ = await instance.task.result
+            ended.value.withLock { $0 = true }
+        }
+        try await wait(for: "instance \(instance.name) to stop", timeout: timeout) { ended.value.withLock { $0 } }
+    }
+
+    final class Ended: Sendable {
+        let value = Mutex(false)
     }
 
     // MARK: What a run wrote

@@ -34,7 +34,7 @@ struct RuntimeOnInMemoryLogTests {
         let fleet = try InMemoryFleet(guarantee: guarantee)
         let instance = try fleet.start("solo")
         _ = try await fleet.drive(until: "the uninterrupted run")
-        await fleet.stop(instance)
+        try await fleet.stop(instance)
         return Reference(ordered: fleet.committedOutputs(), distinct: fleet.distinctOutputs(), states: try fleet.finalStates())
     }
 
@@ -96,13 +96,13 @@ struct RuntimeOnInMemoryLogTests {
                 let finished = try await fleet.drive(until: "instance a to finish or crash at step \(step)") {
                     fleet.log.isDead("a")
                 }
-                await fleet.stop(first)
+                try await fleet.stop(first)
                 guard let at = crashedAt.withLock({ $0 }) else { break }
                 #expect(!finished || fleet.log.isDead("a"))
                 stepsSeen.insert("\(at)".prefix { $0 != "(" }.description)
                 let second = try fleet.start("b")
                 _ = try await fleet.drive(until: "instance b to finish after a crash at step \(step) (\(at))")
-                await fleet.stop(second)
+                try await fleet.stop(second)
                 try Self.check(fleet, against: reference, "\(guarantee.rawValue), \(fault) at step \(step) (\(at))")
                 step += 1
             }
