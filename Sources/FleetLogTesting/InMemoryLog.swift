@@ -212,12 +212,6 @@ public final class InMemoryLog: Sendable {
 
     public func isDead(_ instance: String) -> Bool { state.withLock { $0.dead.contains(instance) } }
 
-    /// Kills `instance` now, as `Fault.crashBefore` would at its next step.
-    public func crash(_ instance: String) {
-        let handler = state.withLock { state in Self.kill(instance, in: &state) }
-        handler?(.commitOffsets)
-    }
-
     /// Counts a step of `instance` and applies the fault injected there, if any: throws when
     /// the step must not take effect. Call `afterStep` once it took effect.
     func step(_ step: Step, instance: String) throws(KafkaError) -> Bool {
