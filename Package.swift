@@ -193,6 +193,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // An in-memory log behind the runtime's seam (`LogClients`): fast tests run the real
+        // runtime on it, with crashes and rebalances at every step. Test code: never linked into
+        // a worker executable.
+        .target(
+            name: "FleetLogTesting",
+            dependencies: ["FleetWorkers", "Kafka"],
+            swiftSettings: strict
+        ),
         // The service around the runtime: a worker's process (configuration read at start,
         // service group, signals), its HTTP port (/healthz, /readyz, /metrics) and its metrics
         // (Prometheus). Only worker executables link it: the operator tools stay free of HTTP
@@ -347,7 +355,7 @@ let package = Package(
             name: "FleetWorkersTests",
             dependencies: [
                 "FleetWorkers", "FleetService", "FleetModel", "DeliveryPolicy", "UpstreamProcessors", "FleetTestSupport", "FleetSimulation",
-                "SenderCore",
+                "SenderCore", "FleetLogTesting", "Kafka",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

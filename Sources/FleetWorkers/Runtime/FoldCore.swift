@@ -32,8 +32,8 @@ actor FoldCore<P: UserProcessor> {
     let processor: P
     let layout: TopicLayout
     let settings: WorkerSettings
-    let consumer: KafkaConsumer
-    let producer: KafkaProducer
+    let consumer: any LogConsumer
+    let producer: any LogProducer
     let observer: (any RuntimeObserver)?
     let health: RuntimeHealth
     let logger: Logger
@@ -90,7 +90,7 @@ actor FoldCore<P: UserProcessor> {
     private let shipment: UnitShipment
 
     init(
-        processor: P, layout: TopicLayout, settings: WorkerSettings, consumer: KafkaConsumer, producer: KafkaProducer,
+        processor: P, layout: TopicLayout, settings: WorkerSettings, consumer: any LogConsumer, producer: any LogProducer,
         observer: (any RuntimeObserver)?, health: RuntimeHealth, logger: Logger, restoreRequests: AsyncStream<RestoreRequest>.Continuation,
         laneStarts: AsyncStream<FoldLane<P>>.Continuation, partitionCount: Int, generations: GenerationMap
     ) {
@@ -271,10 +271,10 @@ actor FoldCore<P: UserProcessor> {
         if !sources.isEmpty {
             let partitions = sources
             do {
-                let committed = try await consumer.committed(partitions)
+                let committed = try await consumer.committed(partitions, timeout: .seconds(10))
                 var targets: [TopicPartition: Int64] = [:]
                 for partition in partitions { targets[partition] = committed[partition] ?? KafkaConsumer.beginning }
-                try await consumer.seek(targets)
+                try await consumer.seek(targets, timeout: .seconds(10))
             } catch {
                 // Without a seek the ingest stage would skip the discarded unit's records: stop.
                 fatal = WorkerStopped(description: "could not rewind \(partitions) after \(reason): \(error)")
@@ -325,7 +325,7 @@ actor FoldCore<P: UserProcessor> {
     /// wrong offset would stall or skip records. Says whether it succeeded.
     private func seekAndResume(_ seeks: [TopicPartition: Int64], what: String) async -> Bool {
         do {
-            try await consumer.seek(seeks)
+            try await consumer.seek(seeks, timeout: .seconds(10))
             try consumer.resume(Array(seeks.keys))
             return true
         } catch {

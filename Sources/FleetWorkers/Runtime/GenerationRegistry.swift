@@ -84,6 +84,19 @@ public enum GenerationRegistry {
         return try map(of: messages)
     }
 
+    /// `read` through the runtime's log clients (`LogClients`), with the admin it keeps.
+    public static func read(
+        namespace: TopicNamespace, clients: any LogClients, admin: (any LogAdmin)? = nil
+    ) async throws -> GenerationMap {
+        let topic = namespace.physical(Topics.generations)
+        let admin = try admin ?? clients.makeAdmin()
+        let counts = try await admin.partitionCounts(of: [topic])
+        guard let count = counts[topic], count > 0 else { return GenerationMap() }
+        let messages = try await clients.readToEnd(
+            [TopicPartition(topic, 0): KafkaConsumer.beginning], purpose: "fleet-generations-reader")
+        return try map(of: messages)
+    }
+
     /// The map the registry's records describe, in offset order.
     public static func map(of messages: [KafkaMessage]) throws -> GenerationMap {
         var map = GenerationMap()

@@ -62,7 +62,8 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         public var readDuration: Duration
     }
 
-    public var consumerConfiguration: KafkaConfiguration
+    /// What reads the changelog partitions (`KafkaChangelogReader` on the brokers).
+    public var reader: any ChangelogReading
     /// The physical name of `<worker>.state`.
     public var stateTopic: String
     public var timeout: Duration
@@ -98,7 +99,16 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         consumerConfiguration: KafkaConfiguration, stateTopic: String, timeout: Duration = .seconds(300),
         concurrentReaders: Int = 4, sizing: Sizing = Sizing(), logger: Logger
     ) {
-        self.consumerConfiguration = consumerConfiguration
+        self.init(
+            reader: KafkaChangelogReader(configuration: consumerConfiguration, logger: logger), stateTopic: stateTopic,
+            timeout: timeout, concurrentReaders: concurrentReaders, sizing: sizing, logger: logger)
+    }
+
+    public init(
+        reader: any ChangelogReading, stateTopic: String, timeout: Duration = .seconds(300),
+        concurrentReaders: Int = 4, sizing: Sizing = Sizing(), logger: Logger
+    ) {
+        self.reader = reader
         self.stateTopic = stateTopic
         self.timeout = timeout
         self.concurrentReaders = concurrentReaders
@@ -114,7 +124,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     /// committed yet, so only what a migration re-keyed into the partition is valid). `markerProducer` must not be
     /// transactional: the marker has to be visible on its own.
     public func restore(
-        _ partitions: [Int32], committed: [Int32: Int64], markerProducer: KafkaProducer, nonce: String
+        _ partitions: [Int32], committed: [Int32: Int64], markerProducer: any LogProducer, nonce: String
     ) async throws -> [Int32: Restored] {
         guard !partitions.isEmpty else { return [:] }
         let started = ContinuousClock.now
@@ -130,12 +140,8 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         }
 
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        var configuration = consumerConfiguration
-        // The reader sets it (off) unless the configuration does; `KafkaPartitionReader.bulkProperties`
-        // fill in the other fetch settings `KAFKA_*` variables leave unset.
-        configuration["enable.partition.eof"] = nil
         let readers = max(1, concurrentReaders)
-        let readerConfiguration = configuration
+        let reader = self.reader
         let markedAt = markerOffsets
         let sizing = self.sizing
         let collected = try await withThrowingTaskGroup(of: (Int32, ChangelogImages, Int?).self) { group in
@@ -147,7 +153,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                     let collector = ChangelogImages(committed: committed[partition], decoding: State.self)
                     group.addTask { [logger] in
                         let (read, sizedFor) = try await Self.read(
-                            partition, of: stateTopic, until: marker, configuration: readerConfiguration, sizing: sizing,
+                            partition, of: stateTopic, until: marker, reader: reader, sizing: sizing,
                             deadline: deadline, timeout: timeout, logger: logger, into: collector)
                         return (partition, read, sizedFor)
                     }
@@ -175,7 +181,7 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
     /// a large partition's held images are sized first from the users its last position record
     /// counted (none found: the tables grow as they fill, as before).
     private static func read(
-        _ partition: Int32, of stateTopic: String, until marker: Int64, configuration: KafkaConfiguration,
+        _ partition: Int32, of stateTopic: String, until marker: Int64, reader: any ChangelogReading,
         sizing: Sizing, deadline: ContinuousClock.Instant, timeout: Duration, logger: Logger, into collector: ChangelogImages
     ) async throws -> (ChangelogImages, sizedFor: Int?) {
         var collector = collector
@@ -183,18 +189,9 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
         let topicPartition = TopicPartition(stateTopic, partition)
         do {
             if marker >= sizing.threshold {
-                var tail = configuration
-                // An offset before the log start reads from the log start: still within the window.
-                tail["auto.offset.reset"] = "earliest"
-                let users = try await KafkaPartitionReader.read(
-                    topicPartition, from: max(0, marker - sizing.window), until: marker, configuration: tail,
-                    timeout: max(Duration.zero, deadline - ContinuousClock.now), logger: logger, into: Int?.none
-                ) { users, record in
-                    if let kind = record.header(ChangelogRecords.kindHeader), kind.elementsEqual(ChangelogRecords.positionKindBytes),
-                       case .position(_, _, let counted?) = try? ChangelogRecords.controlEntry(of: record.message(topic: stateTopic)) {
-                        users = counted
-                    }
-                }
+                let users = try await reader.lastCountedUsers(
+                    topicPartition, from: max(0, marker - sizing.window), until: marker,
+                    timeout: max(Duration.zero, deadline - ContinuousClock.now))
                 // A hint only: bounded by the records there can be.
                 if let users, users > 0 {
                     let bounded = min(users, Int(marker))
@@ -202,12 +199,9 @@ public struct StateRestorer<State: Codable & Hashable & Sendable>: Sendable {
                     collector.reserveCapacity(users: bounded)
                 }
             }
-            let read = try await KafkaPartitionReader.read(
-                topicPartition, from: KafkaConsumer.beginning, until: marker, configuration: configuration,
-                timeout: max(Duration.zero, deadline - ContinuousClock.now), logger: logger, into: collector
-            ) { collector, record in
-                try collector.read(record, topic: stateTopic)
-            }
+            let read = try await reader.read(
+                topicPartition, from: KafkaConsumer.beginning, until: marker,
+                timeout: max(Duration.zero, deadline - ContinuousClock.now), into: collector)
             return (read, sizedFor)
         } catch is CancellationError {
             throw RestoreError(description: "restore of \(stateTopic) partition \(partition) stopped: the worker is shutting down")

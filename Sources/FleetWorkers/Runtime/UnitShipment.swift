@@ -26,8 +26,8 @@ enum ShipmentOutcome: Sendable {
 /// before it starts the next), so transactions stay strictly sequential.
 struct UnitShipment: Sendable {
     let guarantee: DeliveryGuarantee
-    let producer: KafkaProducer
-    let consumer: KafkaConsumer
+    let producer: any LogProducer
+    let consumer: any LogConsumer
     let layout: TopicLayout
     let logger: Logger
     let crashDrill: CrashDrill?
@@ -57,7 +57,7 @@ struct UnitShipment: Sendable {
                 _ = try await producer.send(records)
                 crashDrill?.unitProduced()
                 if !offsets.isEmpty {
-                    try await producer.sendOffsetsToTransaction(offsets, groupMetadata: consumer.groupMetadata())
+                    try await producer.sendOffsetsToTransaction(offsets, membership: consumer.membership())
                 }
                 try await commitTransaction()
             } catch {
@@ -65,7 +65,7 @@ struct UnitShipment: Sendable {
                     return .stopped(WorkerStopped(description: "the transactional producer cannot go on: \(error)"))
                 }
                 do {
-                    try await producer.abortTransaction()
+                    try await producer.abortTransaction(timeout: .seconds(30))
                 } catch {
                     return .stopped(WorkerStopped(description: "aborting the transaction failed: \(error)"))
                 }
@@ -99,7 +99,7 @@ struct UnitShipment: Sendable {
         var attempt = 0
         while true {
             do {
-                try await producer.commitTransaction()
+                try await producer.commitTransaction(timeout: .seconds(30))
                 return
             } catch where error.isRetriable && !error.requiresAbort && attempt < 5 {
                 attempt += 1

@@ -14,7 +14,7 @@ extension WorkerRuntime {
     /// partition is paused (restoring, rewinding) or its prefetch queue is full, the cache
     /// stands still and a burst arriving meanwhile read as no lag at all. Asking happens here,
     /// outside the fold's lock, so a slow leader delays this gauge and nothing else.
-    func reportLag(core: FoldCore<P>, consumer: KafkaConsumer) async {
+    func reportLag(core: FoldCore<P>, consumer: any LogConsumer) async {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             try? await Task.sleep(for: Self.lagReportInterval)
             let bases = await core.lagBases()

@@ -24,16 +24,20 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     public let processor: P
     public let observer: (any RuntimeObserver)?
     public let health: RuntimeHealth
+    /// Where the runtime's consumer, producers, admin and readers come from: the brokers of
+    /// `settings` unless a test passes an in-memory log's (`LogClients`).
+    public let clients: any LogClients
     private let logger: Logger
 
     public init(
         settings: WorkerSettings, processor: P, observer: (any RuntimeObserver)? = nil,
-        health: RuntimeHealth = RuntimeHealth(), logger: Logger
+        health: RuntimeHealth = RuntimeHealth(), clients: (any LogClients)? = nil, logger: Logger
     ) {
         self.settings = settings
         self.processor = processor
         self.observer = observer
         self.health = health
+        self.clients = clients ?? KafkaLogClients(settings: settings, logger: logger)
         self.logger = logger
     }
 
@@ -42,7 +46,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     /// a graceful shutdown does — last unit committed, group left — and a new one starts on the
     /// registry's current layout, in the same process.
     public func run() async throws {
-        var generations = try await GenerationRegistry.read(configuration: settings.producerConfiguration, namespace: settings.topics)
+        var generations = try await GenerationRegistry.read(namespace: settings.topics, clients: clients)
         while true {
             switch try await run(on: generations) {
             case .stopped:
@@ -66,16 +70,14 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     private func run(on generations: GenerationMap) async throws -> RunEnd {
         let layout = TopicLayout(worker: settings.worker, namespace: settings.topics, generations: generations)
         // One admin client for the start-up check and the running partition-count checks.
-        let admin = try KafkaAdmin(configuration: settings.producerConfiguration)
+        let admin = try clients.makeAdmin()
         let partitionCount = try await checkTopics(layout, admin: admin)
 
-        let consumer = try KafkaConsumer(
-            configuration: settings.runtimeConsumerConfiguration, maxBatchSize: settings.batchMaxRecords, logger: logger)
-        let producer = try KafkaProducer(configuration: settings.runtimeProducerConfiguration, logger: logger)
-        let markerProducer = settings.guarantee == .exactlyOnce
-            ? try KafkaProducer(configuration: settings.producerConfiguration, logger: logger) : producer
+        let consumer = try clients.makeConsumer()
+        let producer = try clients.makeProducer()
+        let markerProducer = settings.guarantee == .exactlyOnce ? try clients.makeMarkerProducer() : producer
         if settings.guarantee == .exactlyOnce {
-            try await producer.initTransactions()
+            try await producer.initTransactions(timeout: .seconds(30))
         }
 
         let (requests, requestSink) = AsyncStream.makeStream(of: FoldCore<P>.RestoreRequest.self)
@@ -107,8 +109,8 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     }
 
     private func run(
-        core: FoldCore<P>, layout: TopicLayout, admin: KafkaAdmin, consumer: KafkaConsumer, producer: KafkaProducer,
-        markerProducer: KafkaProducer, partitionCount: Int, requests: AsyncStream<FoldCore<P>.RestoreRequest>,
+        core: FoldCore<P>, layout: TopicLayout, admin: any LogAdmin, consumer: any LogConsumer, producer: any LogProducer,
+        markerProducer: any LogProducer, partitionCount: Int, requests: AsyncStream<FoldCore<P>.RestoreRequest>,
         requestSink: AsyncStream<FoldCore<P>.RestoreRequest>.Continuation, generations: GenerationMap
     ) async throws -> RunEnd {
         let lock = AsyncLock()
@@ -147,13 +149,13 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         ])
 
         let restorer = StateRestorer<P.State>(
-            consumerConfiguration: settings.restoreConsumerConfiguration, stateTopic: layout.stateTopic, logger: logger)
+            reader: clients.makeChangelogReader(), stateTopic: layout.stateTopic, logger: logger)
         var lifecycle = WorkerLifecycle()
         _ = lifecycle.started()
         // The first loop to end says how the run ends; the others are stopped.
         let (ending, error) = await withTaskGroup(of: (WorkerLifecycle.Ending, (any Error)?)?.self) { group in
             group.addTask {
-                await Self.ending { try await consume(consumer: consumer, core: core, lock: lock) }
+                await Self.ending { try await consume(consumer.recordBatches, core: core, lock: lock) }
             }
             group.addTask {
                 await Self.ending { try await housekeeping(core: core, lock: lock, layout: layout, admin: admin, generations: generations) }
@@ -203,9 +205,9 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                         break
                     }
                     await consumer.close()
-                    if flush { try? await producer.flush() }
-                    await producer.close()
-                    if markerProducer !== producer { await markerProducer.close() }
+                    if flush { try? await producer.flush(timeout: .seconds(30)) }
+                    await producer.close(timeout: .seconds(30))
+                    if markerProducer !== producer { await markerProducer.close(timeout: .seconds(30)) }
                 case .fail(let message):
                     health.fail(message)
                     logger.error("worker stopped", metadata: ["error": "\(message)"])
@@ -235,8 +237,8 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     }
 
     /// Start-up check (principle 2): the worker's topics exist and share one partition count.
-    private func checkTopics(_ layout: TopicLayout, admin: KafkaAdmin) async throws -> Int {
-        let counts = try await admin.partitionCounts(topics: layout.required.map(settings.topics.physical))
+    private func checkTopics(_ layout: TopicLayout, admin: any LogAdmin) async throws -> Int {
+        let counts = try await admin.partitionCounts(of: layout.required.map(settings.topics.physical))
         do {
             return try layout.partitionCount(in: counts)
         } catch {
@@ -245,8 +247,12 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         }
     }
 
-    private func consume(consumer: KafkaConsumer, core: FoldCore<P>, lock: AsyncLock) async throws -> WorkerLifecycle.Ending? {
-        for try await batch in consumer.batches.cancelOnGracefulShutdown() {
+    /// Folds the consumer's batches (`batches` is the consumer's sequence, opened from its
+    /// existential so the graceful-shutdown wrapper is generic over the concrete type).
+    private func consume<Batches: AsyncSequence & Sendable>(
+        _ batches: Batches, core: FoldCore<P>, lock: AsyncLock
+    ) async throws -> WorkerLifecycle.Ending? where Batches.Element == [KafkaMessage] {
+        for try await batch in batches.cancelOnGracefulShutdown() {
             try await lock.withLock {
                 await core.process(batch)
                 try await core.commitIfDue(now: .now)
@@ -260,7 +266,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     /// generation registry. Ends the run (`.generationChanged`) when the worker's own
     /// generation entry changed or a partition it would fold was cut.
     private func housekeeping(
-        core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout, admin: KafkaAdmin, generations: GenerationMap
+        core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout, admin: any LogAdmin, generations: GenerationMap
     ) async throws -> WorkerLifecycle.Ending? {
         var generations = generations
         var step = settings.commitInterval / 2
@@ -281,15 +287,14 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
             if now - started >= .seconds(30) { await core.joinGracePassed() }
             if let stale = await core.staleLayout {
                 let current = (try? await GenerationRegistry.read(
-                    configuration: settings.producerConfiguration, namespace: settings.topics, admin: admin)) ?? generations
+                    namespace: settings.topics, clients: clients, admin: admin)) ?? generations
                 return .generationChanged(current, reason: stale)
             }
             if now - lastMetadataCheck >= settings.metadataCheckInterval {
                 lastMetadataCheck = now
                 let read: GenerationMap
                 do {
-                    read = try await GenerationRegistry.read(
-                        configuration: settings.producerConfiguration, namespace: settings.topics, admin: admin)
+                    read = try await GenerationRegistry.read(namespace: settings.topics, clients: clients, admin: admin)
                 } catch {
                     logger.warning("generation registry check failed", metadata: ["error": "\(error)"])
                     read = generations
@@ -309,7 +314,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                     generations = current
                 }
                 do {
-                    let counts = try await admin.partitionCounts(topics: layout.coPartitioned.map(settings.topics.physical))
+                    let counts = try await admin.partitionCounts(of: layout.coPartitioned.map(settings.topics.physical))
                     await core.checkPartitionCounts(counts)
                 } catch {
                     logger.warning("partition count check failed", metadata: ["error": "\(error)"])
@@ -321,8 +326,8 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
 
     /// Restores partitions as they are assigned; a failed restore is retried after a pause.
     private func restoreLoop(
-        requests: AsyncStream<FoldCore<P>.RestoreRequest>, restorer: StateRestorer<P.State>, consumer: KafkaConsumer,
-        markerProducer: KafkaProducer, core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout
+        requests: AsyncStream<FoldCore<P>.RestoreRequest>, restorer: StateRestorer<P.State>, consumer: any LogConsumer,
+        markerProducer: any LogProducer, core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout
     ) async {
         let instance = settings.instanceId ?? ProcessInfo.processInfo.hostName
         var attempt = 0
@@ -335,7 +340,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
                 }
                 guard !request.partitions.isEmpty else { continue }
                 let physical = partitions.map { TopicPartition(layout.foldedTopic, $0) }
-                let committedByTopic = try await consumer.committed(physical)
+                let committedByTopic = try await consumer.committed(physical, timeout: .seconds(10))
                 var committed: [Int32: Int64] = [:]
                 for (partition, offset) in committedByTopic { committed[partition.partition] = offset }
                 // An eager rebalance hands most partitions straight back: those nobody folded
@@ -368,12 +373,12 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
     /// stopped, for the migration to re-key exactly the committed states, and a stop sign for
     /// any member still on the old generation.
     private func startCarrying(
-        _ request: FoldCore<P>.RestoreRequest, consumer: KafkaConsumer, markerProducer: KafkaProducer,
+        _ request: FoldCore<P>.RestoreRequest, consumer: any LogConsumer, markerProducer: any LogProducer,
         core: FoldCore<P>, lock: AsyncLock, layout: TopicLayout
     ) async throws {
         guard let carriedTopic = layout.carriedTopic, let cutTopic = layout.carriedStateTopic else { return }
         let physical = request.carried.keys.sorted().map { TopicPartition(carriedTopic, $0) }
-        let committedByTopic = try await consumer.committed(physical)
+        let committedByTopic = try await consumer.committed(physical, timeout: .seconds(10))
         var committed: [Int32: Int64] = [:]
         for (partition, offset) in committedByTopic { committed[partition.partition] = offset }
         if layout.entry.phase == .cutover {
