@@ -132,7 +132,7 @@ final class HTTP2CallsHandler: ChannelInboundHandler {
             }
             if data.endStream { complete(stream) }
         case .rstStream(let code):
-            finish(stream, with: .failure(HTTP2CallError.streamReset(code)))
+            finish(stream, with: .failure(Self.resetError(code)))
         case .settings(.settings(let settings)):
             for setting in settings where setting.parameter == .maxConcurrentStreams {
                 gauges.maximumStreams.store(setting.value, ordering: .relaxed)
@@ -160,7 +160,7 @@ final class HTTP2CallsHandler: ChannelInboundHandler {
         case let closed as StreamClosedEvent:
             // A stream closed without its whole answer (reset, or dropped at GOAWAY).
             if exchanges[closed.streamID] != nil {
-                finish(closed.streamID, with: .failure(HTTP2CallError.streamReset(closed.reason ?? .cancel)))
+                finish(closed.streamID, with: .failure(Self.resetError(closed.reason ?? .cancel)))
             }
         case let window as NIOHTTP2WindowUpdatedEvent where window.streamID == .rootStream:
             // No stream multiplexer returns the connection's receive window here: top it up
@@ -203,6 +203,12 @@ final class HTTP2CallsHandler: ChannelInboundHandler {
     }
 
     // MARK: Bookkeeping
+
+    /// REFUSED_STREAM says the server did nothing with the stream (RFC 9113 8.7), as a stream
+    /// above a GOAWAY's last one.
+    private static func resetError(_ code: HTTP2ErrorCode) -> HTTP2CallError {
+        code == .refusedStream ? .notProcessed : .streamReset(code)
+    }
 
     private func complete(_ stream: HTTP2StreamID) {
         guard let exchange = exchanges[stream], let status = exchange.status else {

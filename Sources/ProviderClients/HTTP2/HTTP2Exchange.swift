@@ -26,7 +26,7 @@ enum HTTP2CallError: Error, Equatable, CustomStringConvertible {
     case timeout
     /// The connection closed (or could not be opened) before the answer came.
     case connectionClosed
-    /// The server sent GOAWAY without this stream: it did not process it.
+    /// The server did not process the call: GOAWAY without its stream, or REFUSED_STREAM.
     case notProcessed
     /// The server (or the HTTP/2 layer) reset the stream.
     case streamReset(HTTP2ErrorCode)
@@ -41,7 +41,7 @@ enum HTTP2CallError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .timeout: "timeout"
         case .connectionClosed: "connection closed"
-        case .notProcessed: "connection going away"
+        case .notProcessed: "not processed"
         case .streamReset(let code): "stream reset (\(code))"
         case .noHTTP2: "server does not speak HTTP/2"
         case .tls: "tls error"
