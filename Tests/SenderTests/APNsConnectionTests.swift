@@ -79,6 +79,33 @@ import Testing
         }
     }
 
+    /// The connection's receive window is given back: answers whose bodies add up to more than
+    /// the 64 KiB a connection starts with all arrive (4 000 refusals of ~26 bytes each).
+    @Test func answerBodiesBeyondTheConnectionWindowAllArrive() async throws {
+        try await Setup.with(connections: 1) { setup in
+            setup.apns.script("bad", Array(repeating: .badDeviceToken, count: 4000))
+            let refused = await withTaskGroup(of: Bool.self) { group in
+                var next = 0, refused = 0
+                func add() {
+                    let index = next
+                    next += 1
+                    group.addTask {
+                        let result = await setup.effect.perform(ProviderClientTests.attempt(.apns, token: "bad", id: "d\(index)~push~phone~1"))
+                        return result.status == 400 && result.reason == "BadDeviceToken"
+                    }
+                }
+                for _ in 0..<64 { add() }
+                for await ok in group {
+                    if ok { refused += 1 }
+                    if next < 4000 { add() }
+                }
+                return refused
+            }
+            #expect(refused == 4000)
+            #expect(setup.server.connectionsAccepted == 1)
+        }
+    }
+
     /// GOAWAY: the connection takes no new calls, closes when its streams are done, and the next
     /// calls go on a new one.
     @Test func aConnectionTheServerSendsGoAwayOnIsReplaced() async throws {
