@@ -38,7 +38,10 @@ enum SenderBench {
         defer { fake.stop() }
         let providers = try await fake.senderEnvironment()
         note("provider-fakes (pid \(fake.pid)) APNs at \(providers["SENDER_APNS_ENDPOINT"] ?? "?")")
-        let settings = try ProviderSettings.fromEnvironment(providers.merging(["SENDER_REQUEST_TIMEOUT_MS": "10000"]) { $1 })
+        // SENDER_APNS_CONNECTIONS, when set, is passed on (the pool's connection limit).
+        let tuning = environment.filter { $0.key == "SENDER_APNS_CONNECTIONS" }
+        let settings = try ProviderSettings.fromEnvironment(
+            providers.merging(["SENDER_REQUEST_TIMEOUT_MS": "10000"]) { $1 }.merging(tuning) { $1 })
         let effect = try ProviderEffect(settings: settings, logger: Logger(label: "sender-benchmark"))
         let expiry = Timestamp(millisecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000)
 
@@ -82,6 +85,7 @@ enum SenderBench {
         note("warmed up")
 
         let clock = ContinuousClock()
+        note("load average before: \(LoadAverage.read())")
         let clientBefore = CPUTime.ofThisProcess(), fakeBefore = try CPUTime.of(pid: fake.pid)
         let start = clock.now
         let accepted = await saturate(from: 1_000_000, count: count)
@@ -114,6 +118,15 @@ enum SenderBench {
         func percentile(_ p: Double) -> Double { latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
         print("RESULT sender_apns_latency_ms_at_half_rate p50 \(String(format: "%.2f", percentile(0.5) * 1000)) p99 \(String(format: "%.2f", percentile(0.99) * 1000)) (\(paced) sends at \(Int(rate / 2))/s)")
 
+        print("RESULT sender_load_average \(LoadAverage.read()) (/proc/loadavg at the end)")
         try await effect.shutdown()
+    }
+}
+
+/// The machine's load averages (1, 5, 15 minutes): other work on the same cores.
+enum LoadAverage {
+    static func read() -> String {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "unknown" }
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
     }
 }

@@ -4,8 +4,10 @@ import Foundation
 import NIOHTTP1
 import SenderCore
 
-/// A Resend-compatible email API (`POST /emails`) with the attempt id as `Idempotency-Key`
-/// (a second call with it is answered, not sent again) and RFC 8058 one-click unsubscribe.
+/// A Resend-compatible email API (`POST /emails`) with one `Idempotency-Key` per delivery and
+/// address (`AttemptIdentity.emailIdempotencyKey`: every try of a delivery to an address
+/// carries it, so a retry after a timed-out call the provider accepted is answered, not sent
+/// again) and RFC 8058 one-click unsubscribe.
 struct EmailClient {
     let settings: ProviderSettings.Email
     let client: HTTPClient
@@ -38,7 +40,9 @@ struct EmailClient {
     func send(_ attempt: SendAttempt) async throws -> SendResult {
         var headers = HTTPHeaders()
         headers.add(name: "authorization", value: "Bearer " + settings.apiKey.reveal)
-        headers.add(name: "idempotency-key", value: attempt.id)
+        headers.add(
+            name: "idempotency-key",
+            value: AttemptIdentity.emailIdempotencyKey(deliveryId: attempt.deliveryId, deviceId: attempt.deviceId, address: attempt.token))
         headers.add(name: "content-type", value: "application/json")
         let reply = try await client.post(settings.endpoint + "/emails", headers: headers, body: ProviderPayloads.encode(message(for: attempt)), timeout: timeout)
         let accepted = (200...299).contains(reply.status) ? (try? JSONDecoder().decode(Accepted.self, from: reply.body))?.id : nil

@@ -6,9 +6,10 @@ import SenderCore
 
 /// FCM HTTP v1 (`POST /v1/projects/<project>/messages:send`) with an OAuth2 access token.
 ///
-/// FCM has no idempotency key: the attempt id rides in the message's data and the delivery id
-/// is its `collapse_key`, so a copy sent again after a crash replaces the first on the device
-/// instead of showing twice.
+/// FCM has no idempotency key: the message `name` is FCM's, given in its answer (the receipt's
+/// `provider_id`). The delivery id is the message's `android.collapse_key` (FCM keeps only the
+/// newest of a key for a device that is offline) and its data's `delivery_id`, by which the app
+/// can drop a copy sent again.
 struct FCMClient {
     let settings: ProviderSettings.FCM
     let client: HTTPClient

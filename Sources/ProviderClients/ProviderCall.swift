@@ -44,6 +44,37 @@ enum AttemptIdentity {
     /// `apns-collapse-id` may have at most 64 bytes: the delivery id, or its digest when longer.
     static func collapseId(for deliveryId: String) -> String {
         if deliveryId.utf8.count <= 64 { return deliveryId }
-        return SHA256.hash(data: Data(deliveryId.utf8)).map { String(format: "%02x", $0) }.joined()
+        return hex(SHA256.hash(data: Data(deliveryId.utf8)))
+    }
+
+    /// The email `Idempotency-Key`: one per delivery and recipient (the address's registration
+    /// and the address itself), the same for every try of that delivery to that address.
+    ///
+    /// A call that times out after the provider accepted it is retried with a new attempt id;
+    /// with this key the provider answers the retry with the first email's id instead of
+    /// sending it again (Resend keeps a key 24 hours). A new address under the same
+    /// registration gets a new key, so it is sent to. 70 characters (Resend allows 256), and
+    /// neither the delivery id nor the address can be read from it.
+    static func emailIdempotencyKey(deliveryId: String, deviceId: String, address: String) -> String {
+        var material = Array(deliveryId.utf8)
+        material.append(0)
+        material += Array(deviceId.utf8)
+        material.append(0)
+        material += Array(address.utf8)
+        return "email-" + hex(SHA256.hash(data: material))
+    }
+
+    /// Lower-case hexadecimal of `digest`.
+    private static func hex(_ digest: SHA256Digest) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return digest.withUnsafeBytes { raw in
+            String(unsafeUninitializedCapacity: raw.count * 2) { text in
+                for (index, byte) in raw.enumerated() {
+                    text[2 * index] = digits[Int(byte >> 4)]
+                    text[2 * index + 1] = digits[Int(byte & 0x0F)]
+                }
+                return raw.count * 2
+            }
+        }
     }
 }

@@ -16,6 +16,7 @@ import SenderCore
 public final class ProviderEffect: Sendable {
     private let settings: ProviderSettings
     private let client: HTTPClient
+    private let apnsPool: HTTP2ConnectionPool?
     private let apns: APNsClient?
     private let fcm: FCMClient?
     private let email: EmailClient?
@@ -23,15 +24,16 @@ public final class ProviderEffect: Sendable {
     private let metrics: SenderMetrics?
     private let now: @Sendable () -> Date
 
-    /// One HTTP client for every provider: HTTP/2 when the server offers it (APNs does), a
-    /// connection pool per host, the system's trust roots plus `extraTrustRootsPEM`.
+    /// APNs on the sender's own HTTP/2 connection pool (swift-nio-http2, swift-nio-ssl: many
+    /// concurrent streams per connection, a burst of calls written and flushed at once); FCM
+    /// and email on one async-http-client, a connection pool per host. Both trust the system's
+    /// roots plus `extraTrustRootsPEM` and verify the server's name.
     public init(
         settings: ProviderSettings, logger: Logger, metrics: SenderMetrics? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
-        if let pem = settings.extraTrustRootsPEM {
-            tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))]
-        }
+        let extraTrustRoots = try settings.extraTrustRootsPEM.map { try NIOSSLCertificate.fromPEMBytes(Array($0.utf8)) } ?? []
+        if !extraTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(extraTrustRoots)] }
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         configuration.httpVersion = .automatic
         configuration.timeout = .init(connect: .seconds(5))
@@ -46,8 +48,19 @@ public final class ProviderEffect: Sendable {
         self.now = now
         let timeout = settings.requestTimeout
         do {
-            apns = try settings.apns.map {
-                APNsClient(settings: $0, client: client, tokens: try APNsProviderToken(settings: $0, now: now), timeout: timeout)
+            if let apnsSettings = settings.apns {
+                guard let origin = HTTP2ConnectionPool.Origin(url: apnsSettings.endpoint) else {
+                    throw ProviderSettings.Invalid(description: "SENDER_APNS_ENDPOINT is not an https URL without a path")
+                }
+                let pool = try HTTP2ConnectionPool(
+                    origin: origin, extraTrustRoots: extraTrustRoots, maximumConnections: settings.apnsConnections)
+                apnsPool = pool
+                apns = APNsClient(
+                    pool: pool, tokens: try APNsProviderToken(settings: apnsSettings, now: now),
+                    timeout: .nanoseconds(Int64(timeout * 1_000_000_000)))
+            } else {
+                apnsPool = nil
+                apns = nil
             }
             fcm = try settings.fcm.map {
                 FCMClient(settings: $0, client: client, tokens: try FCMAccessToken(account: $0.serviceAccount, client: client, timeout: timeout, now: now), timeout: timeout)
@@ -60,7 +73,10 @@ public final class ProviderEffect: Sendable {
     }
 
     /// Closes the connections; call once no `perform` is running.
-    public func shutdown() async throws { try await client.shutdown() }
+    public func shutdown() async throws {
+        await apnsPool?.shutdown()
+        try await client.shutdown()
+    }
 
     /// Performs `attempt` and returns its answer.
     public func perform(_ attempt: SendAttempt) async -> SendResult {
@@ -105,6 +121,8 @@ public final class ProviderEffect: Sendable {
     /// A short reason for an error without an answer: the error's kind, never its payload
     /// (an HTTP error can quote a URL, and an APNs URL holds the device token).
     static func describe(_ error: any Error) -> String {
+        if let error = error as? HTTP2CallError { return error.description }
+        if let error = error as? ChannelError, case .connectTimeout = error { return "timeout" }
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout: return "timeout"
@@ -112,7 +130,7 @@ public final class ProviderEffect: Sendable {
             default: return "http client error"
             }
         }
-        if error is NIOSSLError { return "tls error" }
+        if error is NIOSSLError || error is NIOSSLExtraError { return "tls error" }
         if error is ProviderSettings.Invalid { return "credentials unusable" }
         if error is CancellationError { return "cancelled" }
         return "connection error"

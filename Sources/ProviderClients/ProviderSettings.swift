@@ -50,10 +50,17 @@ public struct ProviderSettings: Sendable {
     public var extraTrustRootsPEM: String?
     /// How long one provider call may take, connection included.
     public var requestTimeout: TimeInterval
+    /// At most this many HTTP/2 connections to APNs; each carries as many concurrent streams
+    /// as APNs allows (its SETTINGS_MAX_CONCURRENT_STREAMS), and another opens only when all
+    /// are full.
+    public var apnsConnections: Int
 
-    public init(apns: APNs? = nil, fcm: FCM? = nil, email: Email? = nil, extraTrustRootsPEM: String? = nil, requestTimeout: TimeInterval = 10) {
+    public init(
+        apns: APNs? = nil, fcm: FCM? = nil, email: Email? = nil, extraTrustRootsPEM: String? = nil, requestTimeout: TimeInterval = 10,
+        apnsConnections: Int = 4
+    ) {
         self.apns = apns; self.fcm = fcm; self.email = email; self.extraTrustRootsPEM = extraTrustRootsPEM
-        self.requestTimeout = requestTimeout
+        self.requestTimeout = requestTimeout; self.apnsConnections = apnsConnections
     }
 
     /// The variables the sender reads, with what they mean (README "Variables").
@@ -70,6 +77,7 @@ public struct ProviderSettings: Sendable {
         ("SENDER_EMAIL_UNSUBSCRIBE_URL", "one-click unsubscribe URL, {user_id} replaced"),
         ("SENDER_CA_FILE", "extra PEM trust roots for the providers' TLS (a stand-in's CA)"),
         ("SENDER_REQUEST_TIMEOUT_MS", "one provider call's limit (default 10000)"),
+        ("SENDER_APNS_CONNECTIONS", "at most this many HTTP/2 connections to APNs (default 4; another opens when all streams are busy)"),
     ]
 
     public struct Invalid: Error, CustomStringConvertible {
@@ -115,6 +123,12 @@ public struct ProviderSettings: Sendable {
                 throw Invalid(description: "SENDER_REQUEST_TIMEOUT_MS is '\(timeout)', not a positive number of milliseconds")
             }
             settings.requestTimeout = TimeInterval(milliseconds) / 1000
+        }
+        if let connections = value("SENDER_APNS_CONNECTIONS") {
+            guard let count = Int(connections), (1...64).contains(count) else {
+                throw Invalid(description: "SENDER_APNS_CONNECTIONS is '\(connections)', not a number from 1 to 64")
+            }
+            settings.apnsConnections = count
         }
         return settings
     }

@@ -32,7 +32,6 @@ public final class FakeAPNs: Sendable {
     }
 
     private struct Book {
-        var scripts: [String: [Answer]] = [:]
         var delivered: [Delivered] = []
         var requests: [FakeRequest] = []
         var revokedTokens: Set<String> = []
@@ -47,6 +46,7 @@ public final class FakeAPNs: Sendable {
     public let signingKeyPEM: String
     private let publicKey: ES256PublicKey
     private let book = Mutex(Book())
+    private let scripts = ScriptedAnswers<Answer>()
     private let now: @Sendable () -> Date
 
     public init(keyId: String = "KEY1234567", teamId: String = "TEAM123456", now: @escaping @Sendable () -> Date = { Date() }) {
@@ -60,7 +60,7 @@ public final class FakeAPNs: Sendable {
 
     /// Answers the next requests for `deviceToken` with `answers` in order, then `.success`.
     public func script(_ deviceToken: String, _ answers: [Answer]) {
-        book.withLock { $0.scripts[deviceToken, default: []] += answers }
+        scripts.append(answers, for: deviceToken)
     }
 
     /// Makes every provider token signed so far answer `ExpiredProviderToken`.
@@ -114,12 +114,7 @@ public final class FakeAPNs: Sendable {
         guard request.body.count <= 4096 else { return reason(413, "PayloadTooLarge") }
         guard (try? JSONSerialization.jsonObject(with: request.body)) is [String: Any] else { return reason(400, "PayloadEmpty") }
 
-        let answer: Answer = book.withLock { book in
-            guard var queue = book.scripts[deviceToken], !queue.isEmpty else { return .success }
-            let next = queue.removeFirst()
-            book.scripts[deviceToken] = queue
-            return next
-        }
+        let answer = scripts.next(for: deviceToken) ?? .success
         var delay: TimeInterval = 0
         switch answer {
         case .success: break

@@ -2,8 +2,9 @@ public import Foundation
 import Synchronization
 
 /// A stand-in for a Resend-compatible `POST /emails`: checks the API key, the message and the
-/// RFC 8058 headers, and honours `Idempotency-Key` (a repeated key is answered with the first
-/// email's id and sends nothing).
+/// RFC 8058 headers, and honours `Idempotency-Key` as Resend does: a repeat of a key within
+/// 24 hours of the email it sent is answered with that email's id and sends nothing; a call
+/// that was refused leaves its key free.
 public final class FakeEmailAPI: Sendable {
     /// `slow`: sends (and remembers the Idempotency-Key) at once, answers after the delay, so a
     /// test can kill the caller between the send and the answer.
@@ -18,18 +19,27 @@ public final class FakeEmailAPI: Sendable {
     }
 
     private struct Book {
-        var scripts: [String: [Answer]] = [:]
         var sent: [Sent] = []
-        var idByKey: [String: String] = [:]
+        /// Each key's email and when it was sent.
+        var sentByKey: [String: (id: String, at: Date)] = [:]
         var requests = 0
     }
 
+    /// How long a key is remembered (Resend: 24 hours).
+    public static let idempotencyWindow: TimeInterval = 24 * 3600
+
     public let apiKey: String
     private let book = Mutex(Book())
+    private let scripts = ScriptedAnswers<Answer>()
+    private let now: @Sendable () -> Date
 
-    public init(apiKey: String = "re_test_" + UUID().uuidString) { self.apiKey = apiKey }
+    /// `now` is the clock the idempotency window is read from.
+    public init(apiKey: String = "re_test_" + UUID().uuidString, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.apiKey = apiKey
+        self.now = now
+    }
 
-    public func script(_ address: String, _ answers: [Answer]) { book.withLock { $0.scripts[address, default: []] += answers } }
+    public func script(_ address: String, _ answers: [Answer]) { scripts.append(answers, for: address) }
     public var sent: [Sent] { book.withLock { $0.sent } }
     public var requests: Int { book.withLock { $0.requests } }
 
@@ -44,13 +54,11 @@ public final class FakeEmailAPI: Sendable {
             headers["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
         else { return error(422, "validation_error") }
         let key = request.header("idempotency-key")
-        if let key, let id = book.withLock({ $0.idByKey[key] }) { return .json(200, ["id": id]) }
-        let answer: Answer = book.withLock { book in
-            guard var queue = book.scripts[address], !queue.isEmpty else { return .success }
-            let next = queue.removeFirst()
-            book.scripts[address] = queue
-            return next
+        let receivedAt = now()
+        if let key, let first = book.withLock({ $0.sentByKey[key] }), receivedAt.timeIntervalSince(first.at) < Self.idempotencyWindow {
+            return .json(200, ["id": first.id])
         }
+        let answer = scripts.next(for: address) ?? .success
         var delay: TimeInterval = 0
         switch answer {
         case .success: break
@@ -65,7 +73,7 @@ public final class FakeEmailAPI: Sendable {
         let id = UUID().uuidString.lowercased()
         book.withLock { book in
             book.sent.append(Sent(id: id, to: to, subject: subject, text: text, headers: headers))
-            if let key { book.idByKey[key] = id }
+            if let key { book.sentByKey[key] = (id, receivedAt) }
         }
         var response = FakeResponse.json(200, ["id": id])
         response.delay = delay

@@ -24,7 +24,6 @@ public final class FakeFCM: Sendable {
     }
 
     private struct Book {
-        var scripts: [String: [Answer]] = [:]
         var accessTokens: Set<String> = []
         var delivered: [Delivered] = []
         var tokenRequests = 0
@@ -37,6 +36,7 @@ public final class FakeFCM: Sendable {
     private let privateKeyPEM: String
     private let publicKey: JWTKit.Insecure.RSA.PublicKey
     private let book = Mutex(Book())
+    private let scripts = ScriptedAnswers<Answer>()
 
     public init(projectId: String = "fitcircle-test") throws {
         self.projectId = projectId
@@ -55,7 +55,7 @@ public final class FakeFCM: Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    public func script(_ token: String, _ answers: [Answer]) { book.withLock { $0.scripts[token, default: []] += answers } }
+    public func script(_ token: String, _ answers: [Answer]) { scripts.append(answers, for: token) }
     public var delivered: [Delivered] { book.withLock { $0.delivered } }
     public var tokenRequests: Int { book.withLock { $0.tokenRequests } }
 
@@ -72,12 +72,7 @@ public final class FakeFCM: Sendable {
         guard let body = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
             let message = body["message"] as? [String: Any], let token = message["token"] as? String
         else { return error(400, "INVALID_ARGUMENT", code: "INVALID_ARGUMENT") }
-        let answer: Answer = book.withLock { book in
-            guard var queue = book.scripts[token], !queue.isEmpty else { return .success }
-            let next = queue.removeFirst()
-            book.scripts[token] = queue
-            return next
-        }
+        let answer = scripts.next(for: token) ?? .success
         switch answer {
         case .success: break
         case .unregistered: return error(404, "NOT_FOUND", code: "UNREGISTERED")

@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// One request a stand-in provider received.
 public struct FakeRequest: Sendable {
@@ -11,6 +12,11 @@ public struct FakeRequest: Sendable {
     public var path: String
     public var headers: [String: String]
     public var body: Data
+
+    /// `headers` by their lower-case names.
+    public init(method: String, path: String, headers: [String: String], body: Data) {
+        self.method = method; self.path = path; self.headers = headers; self.body = body
+    }
 
     /// A header by its lower-case name.
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
@@ -41,9 +47,27 @@ public final class FakeHTTPServer: Sendable {
     /// The name clients reach it by, one the certificate is valid for.
     public let publicHost: String
     private let channel: any Channel
+    private let connections: OpenConnections
 
-    private init(port: Int, publicHost: String, channel: any Channel) {
-        self.port = port; self.publicHost = publicHost; self.channel = channel
+    private init(port: Int, publicHost: String, channel: any Channel, connections: OpenConnections) {
+        self.port = port; self.publicHost = publicHost; self.channel = channel; self.connections = connections
+    }
+
+    /// Connections accepted since the start.
+    public var connectionsAccepted: Int { connections.accepted }
+
+    /// Sends GOAWAY on every open connection, taking the streams already opened and no more,
+    /// as APNs does before it closes a connection (RFC 9113 6.8).
+    public func goAway() async throws {
+        for connection in connections.open {
+            try await connection.writeAndFlush(HTTP2Frame(
+                streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil)))
+        }
+    }
+
+    /// Closes every open connection at once, answers in flight included (a lost connection).
+    public func dropConnections() async {
+        for connection in connections.open { try? await connection.close() }
     }
 
     public var baseURL: String { "https://\(publicHost):\(port)" }
@@ -52,23 +76,33 @@ public final class FakeHTTPServer: Sendable {
     ///   - host: the address to listen on (`0.0.0.0` in a container).
     ///   - port: the port, 0 for any free one (`port` tells which).
     ///   - publicHost: the name in `baseURL`, one of the names `authority` signed for.
+    ///   - maximumConcurrentStreams: the SETTINGS_MAX_CONCURRENT_STREAMS it announces (a stream
+    ///     beyond it is refused).
     public static func start(
         authority: TestCertificateAuthority, host: String = "127.0.0.1", port: Int = 0, publicHost: String = "localhost",
-        respond: @escaping @Sendable (FakeRequest) async -> FakeResponse
+        maximumConcurrentStreams: Int = 100, respond: @escaping @Sendable (FakeRequest) async -> FakeResponse
     ) async throws -> FakeHTTPServer {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(authority.serverCertificatePEM.utf8), format: .pem))],
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(authority.serverKeyPEM.utf8), format: .pem)))
         tls.applicationProtocols = ["h2"]
         let context = try NIOSSLContext(configuration: tls)
+        let connection = {
+            var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+            configuration.initialSettings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+                + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumConcurrentStreams)]
+            return configuration
+        }()
+        let connections = OpenConnections()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                connections.add(channel)
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
                     _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                        mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()
+                        mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
                     ) { stream in
                         stream.eventLoop.makeCompletedFuture {
                             try stream.pipeline.syncOperations.addHandlers([
@@ -80,10 +114,27 @@ public final class FakeHTTPServer: Sendable {
             }
             .bind(host: host, port: port).get()
         guard let port = channel.localAddress?.port else { throw ChannelError.unknownLocalAddress }
-        return FakeHTTPServer(port: port, publicHost: publicHost, channel: channel)
+        return FakeHTTPServer(port: port, publicHost: publicHost, channel: channel, connections: connections)
     }
 
     public func stop() async throws { try await channel.close() }
+}
+
+/// The server's accepted connections that are still open.
+private final class OpenConnections: Sendable {
+    private let state = Mutex<(accepted: Int, open: [ObjectIdentifier: any Channel])>((0, [:]))
+
+    var accepted: Int { state.withLock { $0.accepted } }
+    var open: [any Channel] { state.withLock { Array($0.open.values) } }
+
+    func add(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        state.withLock { state in
+            state.accepted += 1
+            state.open[id] = channel
+        }
+        channel.closeFuture.whenComplete { _ in _ = self.state.withLock { $0.open.removeValue(forKey: id) } }
+    }
 }
 
 /// Collects one request on an HTTP/2 stream and writes the scripted answer.

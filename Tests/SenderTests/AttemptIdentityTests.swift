@@ -2,10 +2,11 @@ import Foundation
 @testable import ProviderClients
 import Testing
 
-/// The `apns-id` an attempt carries is APNs' idempotency key (issue 17: a re-run after a crash
-/// never sends twice what the provider accepted), so it must not change across versions of the
-/// sender: a value pinned from the first implementation (SHA-256 of the attempt id, version 5
-/// and RFC 4122 variant bits, upper-case 8-4-4-4-12), and the form APNs requires.
+/// The `apns-id` an attempt carries names its notification (APNs echoes it and reports by it;
+/// it does not drop repeats), the same every time the attempt is sent, so it must not change
+/// across versions of the sender: a value pinned from the first implementation (SHA-256 of the
+/// attempt id, version 5 and RFC 4122 variant bits, upper-case 8-4-4-4-12), and the form APNs
+/// requires.
 @Suite struct AttemptIdentityTests {
     @Test func theApnsIdOfAnAttemptIsTheOneEarlierVersionsSent() {
         #expect(AttemptIdentity.uuid(for: "d1~push~phone~1") == "95711BD0-752F-58DE-B323-609BF726E634")

@@ -95,4 +95,26 @@ import Testing
             #expect(fakes.email.sent.map(\.to) == [["alex@example.com"]])
         }
     }
+
+    /// Issue 17, duplicate on timeout: the provider accepts the first try but answers after
+    /// the call's limit, so the sender records a timeout and retries with a new attempt id. The
+    /// retry carries the same Idempotency-Key (one per delivery and address), the provider
+    /// answers it with the first email's id, and the user gets one email.
+    @Test func anEmailRetriedAfterATimeoutIsSentOnce() async throws {
+        // A 1 s limit and an answer held back 20 s: wide margins on a loaded machine.
+        try await ProviderFakes.with(requestTimeoutMs: 1000) { fakes in
+            fakes.email.script("alex@example.com", [.slow(20)])
+            var h = H(), done = 0
+            h.apply(H.device("mail", .email, token: "alex@example.com"))
+            h.apply(H.delivery("d1", channel: .email))
+            await Self.pump(&h, fakes, from: &done)
+            #expect(h.attempts.count == 1 && h.receipts.isEmpty, "the first try timed out and is to be retried")
+            h.advance(by: .minutes(5))
+            await Self.pump(&h, fakes, from: &done)
+            #expect(h.attempts.map(\.attempt) == [1, 2] && Set(h.attempts.map(\.id)).count == 2, "attempt ids stay per try")
+            #expect(h.receipts.map(\.status) == [.sent])
+            #expect(fakes.email.requests == 2 && fakes.email.sent.count == 1, "the provider dropped the repeat")
+            #expect(h.receipts.first?.providerId == fakes.email.sent.first?.id)
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import Synchronization
 
 /// The APNs provider token (ES256 JWT, `kid` = key id, `iss` = team id), signed once and reused
 /// until `tokenLifetime` has passed, or renewed at once after `ExpiredProviderToken`.
@@ -16,7 +17,8 @@ actor APNsProviderToken {
     private let lifetime: TimeInterval
     private let key: ES256PrivateKey
     private let now: @Sendable () -> Date
-    private var current: CachedCredential?
+    /// The token in use, also readable without a hop to the actor (`cachedToken`).
+    private let current = Mutex<CachedCredential?>(nil)
     private var signing: Task<CachedCredential, any Error>?
 
     /// - Parameter now: the clock the token's age is read from (the wall clock in the worker,
@@ -38,7 +40,7 @@ actor APNsProviderToken {
     /// The token to send; `renew` replaces it even if it is not due (APNs answered
     /// `ExpiredProviderToken`).
     func token(renew: Bool) async throws -> String {
-        if !renew, let current, current.isUsable(at: now()) { return current.value }
+        if !renew, let cached = cachedToken() { return cached }
         if let signing { return try await signing.value.value }
         let task = Task { [keyId, teamId, key, lifetime, now] in
             let issued = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
@@ -49,7 +51,18 @@ actor APNsProviderToken {
         signing = task
         defer { signing = nil }
         let credential = try await task.value
-        current = credential
+        current.withLock { $0 = credential }
         return credential.value
+    }
+
+    /// The token in use while it is usable, without waiting for the actor: what every call but
+    /// the first and the renewals takes (an actor hop per send was a measurable part of the
+    /// client's CPU).
+    nonisolated func cachedToken() -> String? {
+        let time = now()
+        return current.withLock { credential in
+            guard let credential, credential.isUsable(at: time) else { return nil }
+            return credential.value
+        }
     }
 }
