@@ -39,7 +39,7 @@ actor FoldCore<P: UserProcessor> {
     let logger: Logger
     let restoreRequests: AsyncStream<RestoreRequest>.Continuation
     /// Where new lanes go to be run (`WorkerRuntime`'s lane group).
-    let laneStarts: AsyncStream<FoldLane<P>>.Continuation
+    let laneStarts: LaneStarts<P>
     /// The co-partitioned count found at start-up.
     let partitionCount: Int
     /// The layout's ingest sources by physical topic (looked up per record).
@@ -92,7 +92,7 @@ actor FoldCore<P: UserProcessor> {
     init(
         processor: P, layout: TopicLayout, settings: WorkerSettings, consumer: any LogConsumer, producer: any LogProducer,
         observer: (any RuntimeObserver)?, health: RuntimeHealth, logger: Logger, restoreRequests: AsyncStream<RestoreRequest>.Continuation,
-        laneStarts: AsyncStream<FoldLane<P>>.Continuation, partitionCount: Int, generations: GenerationMap
+        laneStarts: LaneStarts<P>, partitionCount: Int, generations: GenerationMap
     ) {
         self.processor = processor
         self.layout = layout
@@ -466,7 +466,7 @@ actor FoldCore<P: UserProcessor> {
                 quarantined: mine),
             highWater: max(4 * settings.batchMaxRecords, 4_000),
             drained: { [weak self] partition, id in await self?.laneDrained(partition, lane: id) })
-        laneStarts.yield(lane)
+        laneStarts.start(lane)
         return lane
     }
 

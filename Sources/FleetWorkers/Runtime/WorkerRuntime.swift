@@ -81,7 +81,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         }
 
         let (requests, requestSink) = AsyncStream.makeStream(of: FoldCore<P>.RestoreRequest.self)
-        let (lanes, laneStarts) = AsyncStream.makeStream(of: FoldLane<P>.self)
+        let laneStarts = LaneStarts<P>()
         let core = FoldCore(
             processor: processor, layout: layout, settings: settings, consumer: consumer, producer: producer,
             observer: observer, health: health, logger: logger, restoreRequests: requestSink, laneStarts: laneStarts,
@@ -91,7 +91,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         return try await withThrowingTaskGroup(of: Void.self) { laneGroup in
             laneGroup.addTask {
                 await withDiscardingTaskGroup { running in
-                    for await lane in lanes { running.addTask { await lane.run() } }
+                    while let lane = await laneStarts.next() { running.addTask { await lane.run() } }
                 }
             }
             defer { laneStarts.finish() }
