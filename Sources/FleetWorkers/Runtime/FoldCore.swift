@@ -80,9 +80,9 @@ actor FoldCore<P: UserProcessor> {
     /// (nobody folded it meanwhile), so a rebalance restores only the partitions that moved.
     private var parked: [Int32: (fold: PartitionFold<P>, nextOffset: Int64?)] = [:]
     /// A sealed unit on its way to the broker, at most one at a time.
+    /// The unit being shipped: its outcome, handed over by the shipping task.
     private struct Flight {
         var outcome: Handoff<ShipmentOutcome>
-        var task: Task<Void, Never>
     }
 
     private var flight: Flight?
@@ -601,11 +601,11 @@ actor FoldCore<P: UserProcessor> {
         let outcome = Handoff<ShipmentOutcome>()
         // Unstructured, but never left behind: every path that ends a run or rewinds waits for
         // the flight first (`land`, `abandonFlight`).
-        let task = Task {
+        Task {
             let shipped: ShipmentOutcome = await shipment.ship(ingest: ingest, parts: parts)
             outcome.fulfil(shipped)
         }
-        flight = Flight(outcome: outcome, task: task)
+        flight = Flight(outcome: outcome)
     }
 
     /// Waits for the unit in flight and applies its outcome: offsets and counters on success; a
