@@ -32,7 +32,7 @@ struct CancellationOnInMemoryLogTests {
             _ = await instance.task.result
             ended.withLock { $0 = true }
         }
-        try await fleet.wait(for: "the cancelled instance to end", timeout: .seconds(30)) { ended.withLock { $0 } }
+        try await fleet.wait(for: "the cancelled instance to end", timeout: .seconds(120)) { ended.withLock { $0 } }
         #expect(instance.task.isCancelled)
     }
 }
