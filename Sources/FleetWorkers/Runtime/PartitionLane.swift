@@ -50,10 +50,10 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         var records: [ProducerRecord] = []
         var causes: [InputPosition?] = []
         /// The latest state of each user changed in the unit (its image too when the bound check
-        /// encoded it), the input offset it reflects, and the state's next wake-up (recorded
-        /// beside the image, for lazy restore). One changelog record per user per unit: the
-        /// changelog is compacted, so only the last would survive; so states are encoded when
-        /// the unit is sealed, once per user.
+        /// encoded it) and the input offset it reflects. One changelog record per user per unit:
+        /// the changelog is compacted, so only the last would survive; so a state's image and
+        /// its next wake-up (recorded beside the image, for lazy restore) are computed when the
+        /// unit is sealed, once per user.
         var states: [String: LatestState] = [:]
         /// The first input offset folded in the unit: the `unit_start` of its history images.
         var unitStart: Int64?
