@@ -11,12 +11,12 @@ import Testing
 /// no raw librdkafka lines. Run as the `fleetctl` executable.
 @Suite("fleetctl errors and exit statuses", .timeLimit(.minutes(3)))
 struct FleetctlErrorTests {
-    static func fleetctl(_ arguments: [String], _ environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
-        try PartitionMigrationTests.fleetctlStreams(arguments, environment: ["FLEET_BOOTSTRAP_SERVERS": "127.0.0.1:1"].merging(environment) { _, given in given })
+    static func fleetctl(_ arguments: [String], _ environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await PartitionMigrationTests.fleetctlStreams(arguments, environment: ["FLEET_BOOTSTRAP_SERVERS": "127.0.0.1:1"].merging(environment) { _, given in given })
     }
 
     @Test("a usage error exits 64 with the subcommand's usage, before any broker is asked")
-    func usageErrors() throws {
+    func usageErrors() async throws {
         let cases: [([String], String, String)] = [
             (["explain", "--user", "u", "--since", "2026-11-22T00:00:00Z", "--until", "2026-11-21T00:00:00Z"], "is not before --until", "Usage: fleetctl explain"),
             (["replay", "--worker", "delivery-worker", "--partition", "0", "--from", "yesterday"], "--from 'yesterday' is neither", "Usage: fleetctl replay"),
@@ -32,7 +32,7 @@ struct FleetctlErrorTests {
         for (arguments, message, usage) in cases {
             let clock = ContinuousClock()
             let start = clock.now
-            let result = try Self.fleetctl(arguments)
+            let result = try await Self.fleetctl(arguments)
             #expect(result.status == 64, "\(arguments): \(result.status) \(result.stderr)")
             #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
             #expect(result.stderr.contains(usage), "\(arguments): \(result.stderr)")
@@ -42,28 +42,28 @@ struct FleetctlErrorTests {
     }
 
     @Test("--help and help <command> print the command's help and exit 0; the root help lists the exit statuses")
-    func help() throws {
+    func help() async throws {
         for arguments in [["explain", "--help"], ["help", "replay"], ["dlq", "list", "--help"], ["produce", "--help"]] {
-            let result = try Self.fleetctl(arguments)
+            let result = try await Self.fleetctl(arguments)
             let path = arguments.filter { $0 != "--help" && $0 != "help" }.joined(separator: " ")
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
             #expect(result.stdout.contains("USAGE: fleetctl \(path)"), "\(arguments): \(result.stdout.prefix(300)) \(result.stderr)")
         }
-        let root = try Self.fleetctl(["--help"])
+        let root = try await Self.fleetctl(["--help"])
         #expect(root.status == 0 && root.stdout.contains("75  timed out"), "\(root.stdout)")
-        let unknown = try Self.fleetctl(["explain", "--user", "u", "--frobnicate"])
+        let unknown = try await Self.fleetctl(["explain", "--user", "u", "--frobnicate"])
         #expect(unknown.status == 64 && unknown.stderr.contains("Usage: fleetctl explain"), "\(unknown.stderr)")
     }
 
     @Test("no broker at the address: exit 69 within seconds, naming the address, no raw librdkafka lines; --timeout honoured")
-    func unreachable() throws {
+    func unreachable() async throws {
         let clock = ContinuousClock()
         for arguments in [
             ["explain", "--user", "u"], ["decisions"], ["topics", "check"], ["dlq", "list", "--topic", "rin.app.activity"],
             ["replay", "--worker", "delivery-worker", "--partition", "0", "--from", "0"], ["produce", "-"],
         ] {
             let start = clock.now
-            let result = try Self.fleetctl(arguments + ["--timeout", "20"])
+            let result = try await Self.fleetctl(arguments + ["--timeout", "20"])
             #expect(result.status == 69, "\(arguments): \(result.status) \(result.stderr)")
             #expect(result.stderr.contains("cannot reach the Kafka brokers at 127.0.0.1:1"), "\(arguments): \(result.stderr)")
             #expect(result.stderr.contains("Connection refused"), "\(arguments): \(result.stderr)")
@@ -72,7 +72,7 @@ struct FleetctlErrorTests {
         }
         // An address that never answers: the whole --timeout, not librdkafka's default.
         let start = clock.now
-        let silent = try Self.fleetctl(["explain", "--user", "u", "--timeout", "3"], ["FLEET_BOOTSTRAP_SERVERS": "10.255.255.1:9092"])
+        let silent = try await Self.fleetctl(["explain", "--user", "u", "--timeout", "3"], ["FLEET_BOOTSTRAP_SERVERS": "10.255.255.1:9092"])
         #expect(silent.status == 69, "\(silent.stderr)")
         #expect(silent.stderr.contains("10.255.255.1:9092"), "\(silent.stderr)")
         #expect(clock.now - start < .seconds(8))
@@ -82,19 +82,19 @@ struct FleetctlErrorTests {
     func missingTopics() async throws {
         guard FleetHarness.brokerAvailable, let bootstrap = TestBrokerEnvironment.bootstrap else { return }
         let environment = ["FLEET_BOOTSTRAP_SERVERS": bootstrap]
-        let decisions = try Self.fleetctl(["decisions", "--topic-prefix", "nosuch.", "--timeout", "30"], environment)
+        let decisions = try await Self.fleetctl(["decisions", "--topic-prefix", "nosuch.", "--timeout", "30"], environment)
         #expect(decisions.status == 69, "\(decisions.stderr)")
         #expect(decisions.stderr.contains("nosuch.rin.notify.decisions"), "\(decisions.stderr)")
-        let check = try Self.fleetctl(["topics", "check", "--topic-prefix", "nosuch."], environment)
+        let check = try await Self.fleetctl(["topics", "check", "--topic-prefix", "nosuch."], environment)
         #expect(check.status == 1)
         #expect(check.stdout.contains("missing topic nosuch.rin.score.batches"), "\(check.stdout)")
 
         let fleet = try await FleetHarness.make(partitions: 2)
         defer { Task { await fleet.tearDown() } }
         let fleetEnvironment = fleet.environment(for: .delivery)
-        let ok = try Self.fleetctl(["topics", "check"], fleetEnvironment)
+        let ok = try await Self.fleetctl(["topics", "check"], fleetEnvironment)
         #expect(ok.status == 0 && ok.stdout.contains("ok:"), "\(ok.stdout) \(ok.stderr)")
-        let recent = try Self.fleetctl(["explain", "--user", "u-nobody", "--since", "-5h"], fleetEnvironment)
+        let recent = try await Self.fleetctl(["explain", "--user", "u-nobody", "--since", "-5h"], fleetEnvironment)
         #expect(recent.status == 0 && recent.stdout.contains("no records for user u-nobody"), "\(recent.stdout) \(recent.stderr)")
     }
 
@@ -123,23 +123,23 @@ struct FleetctlErrorTests {
         await producer.close()
 
         let environment = fleet.environment(for: .delivery)
-        let all = try Self.fleetctl(["decisions", "--user", "maya"], environment)
+        let all = try await Self.fleetctl(["decisions", "--user", "maya"], environment)
         #expect(all.status == 0, "\(all.stderr)")
         let rows = all.stdout.split(separator: "\n").dropFirst()
         #expect(rows.count == 3, "\(all.stdout)")
         #expect(rows.allSatisfy { $0.contains("maya") && $0.contains("score.updated") && $0.contains("Score") }, "\(all.stdout)")
         // Counting the user's decisions only: 3 arrive, so --expect 3 is met and --expect 10 is not.
-        let expected = try Self.fleetctl(["decisions", "--user", "maya", "--expect", "3", "--timeout", "30"], environment)
+        let expected = try await Self.fleetctl(["decisions", "--user", "maya", "--expect", "3", "--timeout", "30"], environment)
         #expect(expected.status == 0 && expected.stdout.split(separator: "\n").count == 4, "\(expected.stdout) \(expected.stderr)")
         let clock = ContinuousClock()
         let start = clock.now
-        let short = try Self.fleetctl(["decisions", "--user", "maya", "--expect", "10", "--timeout", "4"], environment)
+        let short = try await Self.fleetctl(["decisions", "--user", "maya", "--expect", "10", "--timeout", "4"], environment)
         #expect(short.status == 75, "\(short.stderr)")
         #expect(short.stderr.contains("only 3 of 10 expected decisions for user maya arrived within 4 s"), "\(short.stderr)")
         #expect(!short.stderr.contains("Usage:"), "\(short.stderr)")
         #expect(short.stdout.split(separator: "\n").count == 4, "\(short.stdout)")
         #expect(clock.now - start < .seconds(10))
-        let everyone = try Self.fleetctl(["decisions"], environment)
+        let everyone = try await Self.fleetctl(["decisions"], environment)
         #expect(everyone.status == 0 && everyone.stdout.split(separator: "\n").count == 44, "\(everyone.stdout)")
     }
 }

@@ -45,7 +45,7 @@ struct PartitionMigrationTests {
             // re-key happens to be slower than the upstream workers.
             let command = ["partitions", "migrate", "--worker", "delivery-worker", "--to", String(Self.after), "--wait-timeout", "240"]
             let environment = fleet.environment(for: .delivery)
-            let held = try Self.fleetctl(command + ["--hold-before-activate"], environment: environment)
+            let held = try await Self.fleetctl(command + ["--hold-before-activate"], environment: environment)
             guard held.0 == 0, held.1.contains("migration held before activation") else {
                 migrationOutput.set(held)
                 throw CrashRun.WaveFailure(description: "the held migration did not stop before activation: \(held.1)")
@@ -59,7 +59,7 @@ struct PartitionMigrationTests {
                 }
                 try await Task.sleep(for: .milliseconds(500))
             }
-            let result = try Self.fleetctl(command, environment: environment)
+            let result = try await Self.fleetctl(command, environment: environment)
             migrationOutput.set((result.0, held.1 + result.1))
             // Producers re-read the registry every FLEET_METADATA_CHECK_INTERVAL_MS.
             try await Task.sleep(for: .seconds(3))
@@ -80,14 +80,14 @@ struct PartitionMigrationTests {
             // generations.
             let environment = fleet.environment(for: .delivery)
             for partition in 0..<Self.after {
-                let replay = try Self.fleetctl(
+                let replay = try await Self.fleetctl(
                     ["replay", "--worker", "delivery-worker", "--partition", String(partition), "--from", "0"], environment: environment)
                 #expect(replay.0 == 0 && replay.1.contains("identical") && replay.1.contains("rin.delivery.inbox.g2[\(partition)]"),
                         "replay of generation 2 partition \(partition): \(replay.1)")
             }
             // The same command again, as after an interruption during the history copy: the
             // generation is active, so it only finishes the copy (nothing is left) and verifies.
-            let again = try Self.fleetctl(
+            let again = try await Self.fleetctl(
                 ["partitions", "migrate", "--worker", "delivery-worker", "--to", String(Self.after), "--wait-timeout", "120"],
                 environment: environment)
             #expect(again.0 == 0, "migrate run again: \(again.1)")
@@ -95,7 +95,7 @@ struct PartitionMigrationTests {
             #expect(!again.1.contains("re-keyed"), "migrate run again re-keyed: \(again.1)")
 
             let user = try #require(traffic.users.first).id
-            let explained = try Self.fleetctl(["explain", "--user", user], environment: environment)
+            let explained = try await Self.fleetctl(["explain", "--user", user], environment: environment)
             #expect(explained.0 == 0, "\(explained.1)")
             #expect(explained.1.contains("rin.delivery.inbox partition") && explained.1.contains("rin.delivery.inbox.g2 partition"),
                     "explain after the migration: \(explained.1.prefix(600))")
@@ -141,13 +141,16 @@ struct PartitionMigrationTests {
 
     /// Runs `fleetctl` with `arguments`; returns its exit status and its standard output
     /// followed by its standard error.
-    static func fleetctl(_ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
-        let result = try fleetctlStreams(arguments, environment: environment)
+    static func fleetctl(_ arguments: [String], environment: [String: String]) async throws -> (Int32, String) {
+        let result = try await fleetctlStreams(arguments, environment: environment)
         return (result.status, result.stdout + result.stderr)
     }
 
-    /// Runs `fleetctl` with `arguments`; returns its exit status and both streams apart.
-    static func fleetctlStreams(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    /// Runs `fleetctl` with `arguments`; returns its exit status (128 + the signal when a signal
+    /// ended it) and both streams apart. A run longer than `limit` is killed and thrown.
+    static func fleetctlStreams(
+        _ arguments: [String], environment: [String: String], limit: Duration = .seconds(600)
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = try ShutdownTests.executable("fleetctl")
         process.arguments = arguments
@@ -162,10 +165,13 @@ struct PartitionMigrationTests {
         process.standardOutput = outHandle
         process.standardError = errHandle
         try process.run()
-        process.waitUntilExit()
         try? outHandle.close()
         try? errHandle.close()
-        return (process.terminationStatus, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
+        let status: Int32 = switch try await ChildExit.termination(of: process, within: limit) {
+        case .exited(let code): code
+        case .signalled(let signal): 128 + signal
+        }
+        return (status, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
     }
 }
 

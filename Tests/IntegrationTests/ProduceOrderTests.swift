@@ -24,7 +24,7 @@ struct ProduceOrderTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let environment = fleet.environment(for: .delivery)
 
-        let produced = try FleetctlErrorTests.fleetctl(["produce", "--in-order", "--timeout", "60", file.path], environment)
+        let produced = try await FleetctlErrorTests.fleetctl(["produce", "--in-order", "--timeout", "60", file.path], environment)
         #expect(produced.status == 0, "\(produced.stdout) \(produced.stderr)")
         #expect(produced.stdout.contains("sent 2 records, in order"), "\(produced.stdout)")
         let inbox = try await fleet.read(Topics.deliveryInbox, count: 2, timeout: .seconds(30))
@@ -39,7 +39,7 @@ struct ProduceOrderTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("order-\(UUID().uuidString.prefix(8)).jsonl")
         try (Self.signUp + "\n" + Self.intent + "\n").write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let produced = try FleetctlErrorTests.fleetctl(["produce", "--in-order", "--timeout", "3", file.path], fleet.environment(for: .delivery))
+        let produced = try await FleetctlErrorTests.fleetctl(["produce", "--in-order", "--timeout", "3", file.path], fleet.environment(for: .delivery))
         #expect(produced.status == 75, "\(produced.stderr)")
         #expect(produced.stderr.contains("line 1: group \(fleet.namespace.prefix)delivery-worker has not committed"), "\(produced.stderr)")
     }

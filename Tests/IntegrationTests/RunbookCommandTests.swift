@@ -20,8 +20,8 @@ struct RunbookCommandTests {
         let worker = try fleet.start(.delivery, ExplainScenario.engine)
         defer { worker.cancel() }
         let environment = fleet.environment(for: .delivery)
-        func fleetctl(_ arguments: String...) throws -> (status: Int32, output: String) {
-            try PartitionMigrationTests.fleetctl(arguments, environment: environment)
+        func fleetctl(_ arguments: String...) async throws -> (status: Int32, output: String) {
+            try await PartitionMigrationTests.fleetctl(arguments, environment: environment)
         }
 
         let budgetUser = ExplainScenario.budgetUser, quietUser = ExplainScenario.quietUser
@@ -42,24 +42,24 @@ struct RunbookCommandTests {
         try await Task.sleep(for: .seconds(1))
 
         // Explain: the suppressed chain, the deferred one, JSON for tools.
-        let explained = try fleetctl("explain", "--user", budgetUser)
+        let explained = try await fleetctl("explain", "--user", budgetUser)
         #expect(explained.status == 0, "\(explained.output)")
         #expect(explained.output.contains("suppressed: daily_budget (P-BUD-1)"), "\(explained.output)")
-        let window = try fleetctl("explain", "--user", quietUser, "--since", "2026-11-22T00:00:00Z", "--until", "2026-11-23T00:00:00Z")
+        let window = try await fleetctl("explain", "--user", quietUser, "--since", "2026-11-22T00:00:00Z", "--until", "2026-11-23T00:00:00Z")
         #expect(window.status == 0)
         #expect(window.output.contains("deferred until 2026-11-22T07:00:00Z: quiet_hours (P-DND-1)"), "\(window.output)")
-        let json = try PartitionMigrationTests.fleetctlStreams(["explain", "--user", budgetUser, "--json"], environment: environment)
+        let json = try await PartitionMigrationTests.fleetctlStreams(["explain", "--user", budgetUser, "--json"], environment: environment)
         #expect(json.status == 0)
         #expect((try? JSONSerialization.jsonObject(with: Data(json.stdout.utf8))) != nil, "not JSON: \(json.stdout.prefix(300))")
         #expect(!json.stderr.contains("CONFWARN"), "\(json.stderr)")
-        let nobody = try fleetctl("explain", "--user", "u-nobody")
+        let nobody = try await fleetctl("explain", "--user", "u-nobody")
         #expect(nobody.status == 0 && nobody.output.contains("no records for user u-nobody"))
 
         // Replay: identical for a partition from a time and for a user from an offset.
-        let partition = try fleetctl(
+        let partition = try await fleetctl(
             "replay", "--worker", "delivery-worker", "--partition", String(budgetPartition), "--from", "2026-11-21T00:00:00Z")
         #expect(partition.status == 0 && partition.output.contains("identical"), "\(partition.output)")
-        let user = try fleetctl("replay", "--worker", "delivery-worker", "--user", budgetUser, "--from", "0")
+        let user = try await fleetctl("replay", "--worker", "delivery-worker", "--user", budgetUser, "--from", "0")
         #expect(user.status == 0 && user.output.contains("identical"), "\(user.output)")
 
         // What-if with a daily budget of 2: the third delivery of the budget day is lost.
@@ -70,7 +70,7 @@ struct RunbookCommandTests {
         let budgetTwo = yaml.replacingOccurrences(of: "daily_limit: 3 ", with: "daily_limit: 2 ")
         try #require(budgetTwo != yaml)
         try budgetTwo.write(to: candidate, atomically: true, encoding: .utf8)
-        let whatIf = try fleetctl(
+        let whatIf = try await fleetctl(
             "replay", "--worker", "delivery-worker", "--user", budgetUser, "--from", "2026-11-21T00:00:00Z",
             "--profile", candidate.path, "--details")
         #expect(whatIf.status == 0, "\(whatIf.output)")
@@ -78,11 +78,11 @@ struct RunbookCommandTests {
 
         // Export the user's day and study it offline.
         let slice = directory.appendingPathComponent("slice.jsonl")
-        let exported = try fleetctl(
+        let exported = try await fleetctl(
             "export", "--worker", "delivery-worker", "--user", budgetUser, "--from", "2026-11-21T00:00:00Z",
             "--to", "2026-11-23T00:00:00Z", "--output", slice.path)
         #expect(exported.status == 0, "\(exported.output)")
-        let offline = try fleetctl("replay", "--input", slice.path, "--profile", candidate.path, "--details")
+        let offline = try await fleetctl("replay", "--input", slice.path, "--profile", candidate.path, "--details")
         #expect(offline.status == 0 && offline.output.contains("lost"), "\(offline.output)")
 
         // A bad activity record is dead-lettered; redriven with a fixed value it is decided once.
@@ -93,18 +93,18 @@ struct RunbookCommandTests {
         await producer.close()
         #expect(try await fleet.read(Topics.deadLetter(of: Topics.appActivity), count: 1, timeout: .seconds(30)).count == 1)
         let id = "\(Topics.appActivity):\(report.partition):\(report.offset)"
-        let listed = try fleetctl("dlq", "list", "--topic", Topics.appActivity, "--since", "2026-11-21T00:00:00Z")
+        let listed = try await fleetctl("dlq", "list", "--topic", Topics.appActivity, "--since", "2026-11-21T00:00:00Z")
         #expect(listed.status == 0 && listed.output.contains(id) && listed.output.contains("time_zone"), "\(listed.output)")
-        let shown = try fleetctl("dlq", "show", "--topic", Topics.appActivity, "--id", id)
+        let shown = try await fleetctl("dlq", "show", "--topic", Topics.appActivity, "--id", id)
         #expect(shown.status == 0 && shown.output.contains("su-late"), "\(shown.output)")
         let fixed = directory.appendingPathComponent("fixed.json")
         try #"{"v":1,"type":"user.signed_up","id":"su-late","user_id":"\#(budgetUser)","time_zone":"UTC"}"#
             .write(to: fixed, atomically: true, encoding: .utf8)
-        let dryRun = try fleetctl("dlq", "redrive", "--topic", Topics.appActivity, "--id", id, "--value-file", fixed.path, "--dry-run")
+        let dryRun = try await fleetctl("dlq", "redrive", "--topic", Topics.appActivity, "--id", id, "--value-file", fixed.path, "--dry-run")
         #expect(dryRun.status == 0, "\(dryRun.output)")
-        let redriven = try fleetctl("dlq", "redrive", "--topic", Topics.appActivity, "--id", id, "--value-file", fixed.path)
+        let redriven = try await fleetctl("dlq", "redrive", "--topic", Topics.appActivity, "--id", id, "--value-file", fixed.path)
         #expect(redriven.status == 0 && redriven.output.contains("redriven"), "\(redriven.output)")
-        let again = try fleetctl("dlq", "redrive", "--topic", Topics.appActivity, "--id", id, "--value-file", fixed.path)
+        let again = try await fleetctl("dlq", "redrive", "--topic", Topics.appActivity, "--id", id, "--value-file", fixed.path)
         #expect(again.status == 1 && again.output.contains("already redriven"), "\(again.output)")
         // The fixed record reached the inbox once, with the dead-lettered record's coordinates.
         let forwarded = try await fleet.read(Topics.deliveryInbox, count: 1_000, timeout: .seconds(5))

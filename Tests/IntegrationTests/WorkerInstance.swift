@@ -124,12 +124,15 @@ final class WorkerInstance: Sendable {
         let pid = process.processIdentifier
         let ending = EndingRecord()
         let done = Task {
-            while process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+            // Bounded so that the task ends even if nothing stops the worker; a test's own waits are shorter.
+            let ended: Result<ChildExit.Termination, any Error>
+            do { ended = .success(try await ChildExit.termination(of: process, within: .seconds(3600))) } catch { ended = .failure(error) }
             let stderr = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            switch (process.terminationReason, process.terminationStatus) {
-            case (.exit, 0): ending.finish(.graceful)
-            case (.uncaughtSignal, SIGKILL): ending.finish(.killed)
-            case (let reason, let status): ending.finish(.failed("\(name) ended (\(reason), \(status)):\n\(stderr)"))
+            switch ended {
+            case .success(.exited(0)): ending.finish(.graceful)
+            case .success(.signalled(SIGKILL)): ending.finish(.killed)
+            case .success(let termination): ending.finish(.failed("\(name) ended (\(termination)):\n\(stderr)"))
+            case .failure(let error): ending.finish(.failed("\(name): \(error)\n\(stderr)"))
             }
         }
         // The worker logs each rebalance event at info level ("event=… rebalance").

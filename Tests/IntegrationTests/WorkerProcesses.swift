@@ -14,7 +14,9 @@ import Testing
 /// `FLEET_CRASH_DRILL_AFTER_UNITS` until one of them dies by it, which `reapDrilled()` reports
 /// (and `exited()` does not: that death was asked for).
 ///
-/// `killAll()` is synchronous so tests can call it from `defer`: no worker outlives its test.
+/// `killAll()` is synchronous so tests can call it from `defer`: no worker outlives its test. It
+/// and `kill` wait for the SIGKILLed process through `ChildExit`, bounded, never
+/// `waitUntilExit()`.
 final class WorkerProcesses: Sendable {
     struct Slot: Sendable, Hashable, CustomStringConvertible {
         var worker: Worker
@@ -122,7 +124,7 @@ final class WorkerProcesses: Sendable {
         }
         if !admitted {
             Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            ChildExit.waitUntilDead(process)
             throw Closed()
         }
         counts.withLock { $0.starts += 1 }
@@ -137,7 +139,7 @@ final class WorkerProcesses: Sendable {
             Foundation.kill(process.processIdentifier, SIGKILL)
             counts.withLock { $0.kills += 1 }
         }
-        process.waitUntilExit()
+        ChildExit.waitUntilDead(process)
     }
 
     /// Slots whose process exited on its own (a worker that stopped with an error), leaving out
@@ -160,7 +162,7 @@ final class WorkerProcesses: Sendable {
             return Array(processes.values)
         }
         for process in all where process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        for process in all { process.waitUntilExit() }
+        for process in all { ChildExit.waitUntilDead(process) }
     }
 
     /// The last lines of `slot`'s log, for failure messages.

@@ -20,7 +20,7 @@ import Testing
 
         static func with(
             maximumConcurrentStreams: Int = 100, connections: Int = 4, trust: TestCertificateAuthority? = nil,
-            hold: Duration = .zero, inFlight: InFlight = InFlight(), _ body: (Setup) async throws -> Void
+            requestTimeout: TimeInterval = 30, hold: Duration = .zero, inFlight: InFlight = InFlight(), _ body: (Setup) async throws -> Void
         ) async throws {
             let authority = try TestCertificateAuthority()
             let apns = FakeAPNs()
@@ -33,7 +33,7 @@ import Testing
             }
             let settings = ProviderSettings(
                 apns: .init(endpoint: server.baseURL, keyId: apns.keyId, teamId: apns.teamId, signingKey: Secret(apns.signingKeyPEM)),
-                extraTrustRootsPEM: (trust ?? authority).rootPEM, requestTimeout: 30, apnsConnections: connections)
+                extraTrustRootsPEM: (trust ?? authority).rootPEM, requestTimeout: requestTimeout, apnsConnections: connections)
             let effect = try ProviderEffect(settings: settings, logger: Logger(label: "sender-tests"))
             let setup = Setup(authority: authority, apns: apns, server: server, effect: effect)
             do { try await body(setup) } catch {
@@ -127,16 +127,17 @@ import Testing
 
     /// A lost connection fails its calls at once (retryable, no waiting for the timeout), and the
     /// next call connects again.
+    /// The reason tells the two apart: the call's timeout (far beyond the test's time limit
+    /// here) would end it as "timeout", not "connection closed". No wall-clock bound: a loaded
+    /// CI machine once took 26 s to get this far.
     @Test func aLostConnectionFailsItsCallsAndTheNextCallReconnects() async throws {
-        try await Setup.with { setup in
-            setup.apns.script("held", [.slow(60)])
-            let clock = ContinuousClock(), start = clock.now
+        try await Setup.with(requestTimeout: 600) { setup in
+            setup.apns.script("held", [.slow(300)])
             async let held = setup.effect.perform(ProviderClientTests.attempt(.apns, token: "held"))
             while setup.apns.requests.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
             await setup.server.dropConnections()
             let lost = await held
             #expect(lost.outcome == .retryable && lost.status == nil && lost.reason == "connection closed", "\(lost.reason ?? "-")")
-            #expect(clock.now - start < .seconds(25), "failed when the connection went, not at the 30 s timeout")
             #expect(await setup.effect.perform(ProviderClientTests.attempt(.apns, token: "a1", id: "d2~push~phone~1")).outcome == .accepted)
             #expect(setup.server.connectionsAccepted == 2)
         }
