@@ -175,6 +175,7 @@ let package = Package(
         // Seeded generators for test traffic and benchmark workloads (never used by the logic).
         .target(
             name: "FleetTestSupport",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // The stateful runtime every worker runs on (fold lanes, restore, ticks, pipelined

@@ -2,6 +2,7 @@ import DeliveryWorkload
 import FleetModel
 import FleetWorkers
 import Kafka
+import Logging
 
 /// Pre-fills the delivery inbox with the first `count` records of `DeliveryEngineBenchmark`'s
 /// realistic mix (sign-ups, opens, score/enrichment bursts, security requests over three days,
@@ -34,7 +35,7 @@ enum InboxFill {
     static func produce(_ records: [ProducerRecord], brokers: String, namespace: TopicNamespace) async throws {
         let producer = try KafkaProducer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": brokers, "linger.ms": "20", "batch.num.messages": "10000",
-        ]))
+        ]), logger: Logger(label: "runtime-benchmark"))
         var start = records.startIndex
         while start < records.endIndex {
             let end = min(start + 50_000, records.endIndex)

@@ -1,6 +1,7 @@
 import FleetModel
 import FleetWorkers
 import Kafka
+import Logging
 
 /// A fingerprint of what the fold wrote, to check that an optimisation left the bytes alone:
 /// per topic, FNV-1a 64 over every record's partition, position in it, key, value, headers and
@@ -23,7 +24,7 @@ enum OutputDigest {
             let count = expected[topic] ?? 0
             let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
                 "bootstrap.servers": brokers, "group.id": namespace.prefix + "digest", "isolation.level": "read_committed",
-            ]), maxBatchSize: 10_000)
+            ]), maxBatchSize: 10_000, logger: Logger(label: "runtime-benchmark"))
             var offsets: [TopicPartition: Int64] = [:]
             for partition in 0..<partitions { offsets[TopicPartition(namespace.physical(topic), partition)] = KafkaConsumer.beginning }
             try await consumer.assign(offsets)

@@ -1,6 +1,7 @@
 import FleetWorkers
 import Foundation
 import Kafka
+import Logging
 
 /// Produces records in real time at a fixed rate, as upstream workers would write a burst: every
 /// `tick` it sends the records due by then (`rate` per second since the first), each stamped
@@ -18,7 +19,7 @@ struct PacedProducer {
         self.rate = rate
         producer = try KafkaProducer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": brokers, "linger.ms": "5",
-        ]))
+        ]), logger: Logger(label: "runtime-benchmark"))
     }
 
     /// When a marked record was handed to the producer.

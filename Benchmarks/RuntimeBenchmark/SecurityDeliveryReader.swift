@@ -2,6 +2,7 @@ import FleetModel
 import FleetWorkers
 import Kafka
 import Synchronization
+import Logging
 
 /// Reads `rin.notify.deliveries` as the sender does — `read_committed`, so under exactly-once a
 /// delivery counts once its transaction committed — and notes when each SECURITY delivery
@@ -45,7 +46,7 @@ final class SecurityDeliveryReader: Sendable {
         consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": brokers, "group.id": namespace.prefix + "latency-reader",
             "isolation.level": "read_committed", "fetch.wait.max.ms": "10",
-        ]), maxBatchSize: 1)
+        ]), maxBatchSize: 1, logger: Logger(label: "runtime-benchmark"))
         let topic = namespace.physical(Topics.deliveries)
         try await consumer.assign(Dictionary(uniqueKeysWithValues: (0..<partitions).map {
             (TopicPartition(topic, $0), KafkaConsumer.beginning)

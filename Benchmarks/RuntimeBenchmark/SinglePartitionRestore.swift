@@ -123,7 +123,7 @@ enum SinglePartitionRestore {
         let wakeUps: [ChangelogRecords.WakeUp] = pool.map { variant == .binary ? .recorded(engine.nextWakeUp($0)) : .unrecorded }
         let producer = try KafkaProducer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": brokers, "linger.ms": "20", "batch.num.messages": "10000",
-        ]))
+        ]), logger: Logger(label: "runtime-benchmark"))
         // Superseded images first (every other user), then every user's last one.
         var records = 0
         var bytes = 0
@@ -194,7 +194,7 @@ enum SinglePartitionRestore {
         }
         let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": brokers, "group.id": namespace.prefix + "restore-bench-old", "enable.partition.eof": "false",
-        ]), maxBatchSize: 5000)
+        ]), maxBatchSize: 5000, logger: Logger(label: "runtime-benchmark"))
         try await consumer.assign([TopicPartition(topic, 0): KafkaConsumer.beginning])
         let oldStarted = ContinuousClock.now
         var builder = StateRestorer<DeliveryState>.Builder(committed: nil)

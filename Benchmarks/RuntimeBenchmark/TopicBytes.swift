@@ -1,6 +1,7 @@
 import FleetModel
 import FleetWorkers
 import Kafka
+import Logging
 
 /// What a topic of the run holds: records and bytes (key, value, header names and values), read
 /// back from the broker. Issue #13 measures the bytes a worker writes per input, by topic.
@@ -11,7 +12,7 @@ enum TopicBytes {
         guard count > 0 else { return (0, 0) }
         let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": brokers, "group.id": namespace.prefix + "bytes", "isolation.level": "read_committed",
-        ]), maxBatchSize: 10_000)
+        ]), maxBatchSize: 10_000, logger: Logger(label: "runtime-benchmark"))
         var offsets: [TopicPartition: Int64] = [:]
         for partition in 0..<partitions { offsets[TopicPartition(namespace.physical(topic), partition)] = KafkaConsumer.beginning }
         try await consumer.assign(offsets)

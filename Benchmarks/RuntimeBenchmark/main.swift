@@ -38,7 +38,7 @@ func note(_ text: String) {
 }
 
 let namespace = TopicNamespace(prefix: "bench-\(UUID().uuidString.prefix(8).lowercased()).")
-let admin = try KafkaAdmin(configuration: KafkaConfiguration(bootstrapServers: options.brokers))
+let admin = try KafkaAdmin(configuration: KafkaConfiguration(bootstrapServers: options.brokers), logger: logger)
 try await TopicAdministration.create(admin: admin, partitions: options.partitions, namespace: namespace)
 /// The whole measurement in a namespace of its own; the caller deletes its topics afterwards.
 func measure() async throws {
@@ -176,7 +176,7 @@ func measure() async throws {
     let stateTopic = namespace.physical(Worker.delivery.stateTopic)
     let probe = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
         "bootstrap.servers": options.brokers, "group.id": namespace.prefix + "probe",
-    ]))
+    ]), logger: logger)
     var changelog = 0
     for partition in 0..<options.partitions {
         changelog += Int(try await probe.queryWatermarks(TopicPartition(stateTopic, partition)).high)

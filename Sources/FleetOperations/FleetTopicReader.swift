@@ -1,6 +1,7 @@
 import Foundation
 public import FleetWorkers
 public import Kafka
+public import Logging
 
 /// Reads fleet topics by logical name for the operator tools (`explain`, `replay`, `dlq`,
 /// `partitions migrate`), without joining any consumer group and without writing anything.
@@ -12,11 +13,14 @@ public struct FleetTopicReader: Sendable {
     public var configuration: KafkaConfiguration
     public var namespace: TopicNamespace
     public var timeout: Duration
+    /// Gets the clients' lines (librdkafka's included): the tool's logger.
+    public var logger: Logger
 
-    public init(configuration: KafkaConfiguration, namespace: TopicNamespace, timeout: Duration = .seconds(300)) {
+    public init(configuration: KafkaConfiguration, namespace: TopicNamespace, timeout: Duration = .seconds(300), logger: Logger) {
         self.configuration = configuration
         self.namespace = namespace
         self.timeout = timeout
+        self.logger = logger
     }
 
     /// The partition count of each logical topic; throws naming any that does not exist (with
@@ -38,7 +42,7 @@ public struct FleetTopicReader: Sendable {
     /// reason within seconds for a refused connection or an unknown host, and within `timeout`
     /// for brokers that do not answer at all.
     public func physicalPartitionCounts(_ physical: [String]?) async throws -> [String: Int] {
-        let admin = try KafkaAdmin(configuration: configuration)
+        let admin = try KafkaAdmin(configuration: configuration, logger: logger)
         do {
             return try await admin.partitionCounts(topics: physical, timeout: timeout, failFast: .seconds(2))
         } catch {
@@ -56,7 +60,7 @@ public struct FleetTopicReader: Sendable {
         for (partition, offset) in offsets { physical[TopicPartition(namespace.physical(partition.topic), partition.partition)] = offset }
         guard !physical.isEmpty else { return }
         try await KafkaConsumer.readToEnd(
-            physical, configuration: configuration, groupId: "fleetctl-reader-\(UUID().uuidString.prefix(8))", timeout: timeout
+            physical, configuration: configuration, groupId: "fleetctl-reader-\(UUID().uuidString.prefix(8))", timeout: timeout, logger: logger
         ) { batch in
             for var message in batch {
                 message.topic = namespace.logical(message.topic) ?? message.topic
@@ -91,7 +95,7 @@ public struct FleetTopicReader: Sendable {
         }
         guard !offsets.isEmpty else { return [] }
         let messages = try await KafkaConsumer.readToEnd(
-            offsets, configuration: configuration, groupId: "fleetctl-reader-\(UUID().uuidString.prefix(8))", timeout: timeout)
+            offsets, configuration: configuration, groupId: "fleetctl-reader-\(UUID().uuidString.prefix(8))", timeout: timeout, logger: logger)
         return messages
             .map { message in
                 var message = message

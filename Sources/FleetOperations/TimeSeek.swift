@@ -22,7 +22,7 @@ extension FleetTopicReader {
         atOrAfter time: Timestamp, in partitions: [TopicPartition], scanFrom: [TopicPartition: Int64] = [:]
     ) async throws -> [TopicPartition: Int64] {
         guard !partitions.isEmpty else { return [:] }
-        let consumer = try KafkaConsumer(configuration: readerConfiguration(purpose: "seek"))
+        let consumer = try KafkaConsumer(configuration: readerConfiguration(purpose: "seek"), logger: logger)
         var watermarks: [TopicPartition: Watermarks] = [:]
         var asked: [TopicPartition: Int64] = [:]
         var answered: [TopicPartition: Int64] = [:]
@@ -75,7 +75,7 @@ extension FleetTopicReader {
         let last = min(offset, high - 1)
         var stamps: [Int64: Int64] = [:]
         let physical = TopicPartition(namespace.physical(partition.topic), partition.partition)
-        let consumer = try KafkaConsumer(configuration: readerConfiguration(purpose: "verify"))
+        let consumer = try KafkaConsumer(configuration: readerConfiguration(purpose: "verify"), logger: logger)
         do {
             try await consumer.assign([physical: first])
             let messages = try await consumer.collect(timeout: timeout) { read in read.contains { $0.offset >= last } }
@@ -117,7 +117,7 @@ extension FleetTopicReader {
     /// first offset a read-committed reader sees can be higher without that, because an aborted
     /// transaction's records and its marker occupy the offsets before it.
     public func logStart(of partition: TopicPartition) async throws -> Int64 {
-        let consumer = try KafkaConsumer(configuration: readerConfiguration(purpose: "log-start"))
+        let consumer = try KafkaConsumer(configuration: readerConfiguration(purpose: "log-start"), logger: logger)
         do {
             let marks = try await consumer.queryWatermarks(
                 TopicPartition(namespace.physical(partition.topic), partition.partition), timeout: timeout)

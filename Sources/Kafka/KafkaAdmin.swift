@@ -1,4 +1,5 @@
 import CRdKafka
+public import Logging
 import Synchronization
 
 /// A topic to create.
@@ -27,10 +28,10 @@ public final class KafkaAdmin: Sendable {
 
     /// The admin client is a producer-type handle: properties only consumers read are dropped
     /// (one configuration can serve every client of a tool without warnings).
-    public init(configuration: KafkaConfiguration) throws(KafkaError) {
-        let conf = try makeRdKafkaConf(configuration.forProducer.properties)
-        let connection = ConnectionErrors()
-        rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(connection).toOpaque())
+    /// `logger` gets librdkafka's lines about the client.
+    public init(configuration: KafkaConfiguration, logger: Logger) throws(KafkaError) {
+        let connection = ConnectionErrors(logger: logger)
+        let conf = try makeRdKafkaConf(configuration.forProducer.properties, context: connection)
         // Called on librdkafka's threads: the box only takes a lock.
         rd_kafka_conf_set_error_cb(conf) { _, err, reason, opaque in
             guard let opaque else { return }
@@ -188,7 +189,7 @@ public final class KafkaAdmin: Sendable {
 }
 
 /// The connection errors librdkafka reported for one client (its `error_cb`), for `failFast`.
-final class ConnectionErrors: Sendable {
+final class ConnectionErrors: ClientContext, @unchecked Sendable {  // its state is behind a mutex
     private let latest = Mutex<(allDown: Bool, reason: String?)>((false, nil))
 
     /// From librdkafka's threads.

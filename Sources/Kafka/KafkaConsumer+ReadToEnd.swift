@@ -1,3 +1,4 @@
+public import Logging
 import Synchronization
 
 extension KafkaConsumer {
@@ -123,9 +124,9 @@ extension KafkaConsumer {
     /// whatever happens.
     public static func readToEnd(
         _ offsets: [TopicPartition: Int64], configuration: KafkaConfiguration, groupId: String,
-        settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120)
+        settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120), logger: Logger
     ) async throws -> [KafkaMessage] {
-        try await withReader(configuration: configuration, groupId: groupId, prefetchKilobytes: nil) { consumer in
+        try await withReader(configuration: configuration, groupId: groupId, prefetchKilobytes: nil, logger: logger) { consumer in
             try await consumer.readToEnd(offsets, settle: settle, timeout: timeout)
         }
     }
@@ -133,11 +134,12 @@ extension KafkaConsumer {
     /// The streaming `readToEnd` with a consumer of its own, as above.
     public static func readToEnd(
         _ offsets: [TopicPartition: Int64], configuration: KafkaConfiguration, groupId: String,
-        settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120), body: ([KafkaMessage]) async throws -> Void
+        settle: Duration = .milliseconds(400), timeout: Duration = .seconds(120), logger: Logger,
+        body: ([KafkaMessage]) async throws -> Void
     ) async throws {
         // librdkafka prefetches up to queued.max.messages.kbytes per partition (64 MiB by
         // default): bound it, so a read of many partitions stays small.
-        try await withReader(configuration: configuration, groupId: groupId, prefetchKilobytes: "8192") { consumer in
+        try await withReader(configuration: configuration, groupId: groupId, prefetchKilobytes: "8192", logger: logger) { consumer in
             try await consumer.readToEnd(offsets, settle: settle, timeout: timeout, body: body)
         }
     }
@@ -146,7 +148,7 @@ extension KafkaConsumer {
     /// and closes it afterwards whatever happens. `prefetchKilobytes` sets
     /// `queued.max.messages.kbytes` unless `configuration` does.
     private static func withReader<Result>(
-        configuration: KafkaConfiguration, groupId: String, prefetchKilobytes: String?,
+        configuration: KafkaConfiguration, groupId: String, prefetchKilobytes: String?, logger: Logger,
         _ read: (KafkaConsumer) async throws -> Result
     ) async throws -> Result {
         var readerConfiguration = configuration
@@ -156,7 +158,7 @@ extension KafkaConsumer {
         if let prefetchKilobytes, readerConfiguration["queued.max.messages.kbytes"] == nil {
             readerConfiguration["queued.max.messages.kbytes"] = prefetchKilobytes
         }
-        let consumer = try KafkaConsumer(configuration: readerConfiguration)
+        let consumer = try KafkaConsumer(configuration: readerConfiguration, logger: logger)
         do {
             let result = try await read(consumer)
             await consumer.close()

@@ -26,18 +26,18 @@ public final class KafkaConsumer: Sendable {
     ///
     /// `groupId` is required even for consumers that only `assign` (librdkafka's consumer needs a
     /// group for its queues and for offsets); give such readers their own group name.
-    /// - Parameter maxBatchSize: most messages per batch handed to the application.
-    public init(configuration: KafkaConfiguration, maxBatchSize: Int = 1000,
-                logger: Logger = Logger(label: "kafka.consumer")) throws(KafkaError) {
+    /// - Parameters:
+    ///   - maxBatchSize: most messages per batch handed to the application.
+    ///   - logger: gets the consumer's lines and librdkafka's own about it.
+    public init(configuration: KafkaConfiguration, maxBatchSize: Int = 1000, logger: Logger) throws(KafkaError) {
         guard maxBatchSize > 0 else { throw KafkaError.invalidArgument("maxBatchSize must be positive") }
         guard let groupId = configuration.groupId, !groupId.isEmpty else {
             throw KafkaError.invalidArgument("a consumer needs group.id")
         }
         // Properties only producers read are dropped (see `KafkaProducer.init`).
         let properties = Self.defaultProperties.merging(configuration.forConsumer.properties) { _, given in given }
-        let relay = RebalanceRelay()
-        let conf = try makeRdKafkaConf(properties)
-        rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(relay).toOpaque())
+        let relay = RebalanceRelay(logger: logger)
+        let conf = try makeRdKafkaConf(properties, context: relay)
         rd_kafka_conf_set_rebalance_cb(conf) { _, err, partitions, opaque in
             guard let opaque, let partitions else { return }
             Unmanaged<RebalanceRelay>.fromOpaque(opaque).takeUnretainedValue().loop?.handleRebalance(err, partitions)
@@ -235,7 +235,7 @@ public final class KafkaConsumer: Sendable {
 
 /// The rebalance callback's way to the poll loop: created before the handle (the callback opaque
 /// is fixed at creation) and pointed at the loop before the poll thread starts.
-final class RebalanceRelay: @unchecked Sendable {
+final class RebalanceRelay: ClientContext, @unchecked Sendable {
     /// Written once before the poll thread starts, read only on it afterwards. Weak: the loop
     /// owns the relay.
     weak var loop: ConsumerPollLoop?

@@ -1,4 +1,5 @@
 import CRdKafka
+public import Logging
 
 /// librdkafka's in-process mock Kafka cluster, for tests of client behaviour that need no
 /// external broker (fault injection, features the test broker lacks).
@@ -8,12 +9,16 @@ import CRdKafka
 public final class KafkaMockCluster: Sendable {
     private let handle: RdKafkaHandle
     private let cluster: RdKafkaHandle
+    /// The handle's opaque; outlives it.
+    private let context: ClientContext
 
     /// The cluster's bootstrap address for clients' `bootstrapServers`.
     public let bootstrapServers: String
 
-    public init(brokers: Int32 = 1) throws(KafkaError) {
-        let conf = try makeRdKafkaConf(["log_level": "3"])
+    /// `logger` gets librdkafka's lines about the cluster.
+    public init(brokers: Int32 = 1, logger: Logger) throws(KafkaError) {
+        let context = ClientContext(logger: logger)
+        let conf = try makeRdKafkaConf(["log_level": "3"], context: context)
         let raw = try makeRdKafkaHandle(RD_KAFKA_PRODUCER, conf: conf)
         guard let mock = rd_kafka_mock_cluster_new(raw, brokers) else {
             rd_kafka_destroy(raw)
@@ -21,6 +26,7 @@ public final class KafkaMockCluster: Sendable {
         }
         handle = RdKafkaHandle(raw: raw)
         cluster = RdKafkaHandle(raw: mock)
+        self.context = context
         bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(mock))
     }
 

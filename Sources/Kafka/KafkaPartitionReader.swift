@@ -91,7 +91,7 @@ public enum KafkaPartitionReader {
     ///   librdkafka's assign needs but which is never joined); `bulkProperties` fill the rest.
     public static func read<Accumulator: Sendable>(
         _ partition: TopicPartition, from start: Int64, until end: Int64, configuration: KafkaConfiguration,
-        timeout: Duration, logger: Logger = Logger(label: "kafka.partition-reader"), into accumulator: Accumulator,
+        timeout: Duration, logger: Logger, into accumulator: Accumulator,
         _ body: @escaping @Sendable (inout Accumulator, KafkaRecordView) throws -> Void
     ) async throws -> Accumulator {
         guard let groupId = configuration.groupId, !groupId.isEmpty else {
@@ -99,12 +99,13 @@ public enum KafkaPartitionReader {
         }
         var properties = KafkaConsumer.defaultProperties.merging(configuration.forConsumer.properties) { _, given in given }
         for (name, value) in bulkProperties where configuration[name] == nil { properties[name] = value }
-        let conf = try makeRdKafkaConf(properties)
+        let context = ClientContext(logger: logger)
+        let conf = try makeRdKafkaConf(properties, context: context)
         let handle = RdKafkaHandle(raw: try makeRdKafkaHandle(RD_KAFKA_CONSUMER, conf: conf))
         rd_kafka_poll_set_consumer(handle.raw)
         let read = BulkRead(
             handle: handle, partition: partition, start: start, end: end, deadline: ContinuousClock.now.advanced(by: timeout),
-            timeout: timeout, logger: logger)
+            timeout: timeout, context: context)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Accumulator, any Error>) in
                 let thread = Thread {
@@ -133,19 +134,21 @@ private final class BulkRead: Sendable {
     let end: Int64
     let deadline: ContinuousClock.Instant
     let timeout: Duration
-    let logger: Logger
+    /// The handle's opaque: the read's logger, for librdkafka's lines too; outlives the handle.
+    let context: ClientContext
+    var logger: Logger { context.logger }
     /// Set when the calling task is cancelled.
     let stop = Mutex(false)
 
     init(handle: RdKafkaHandle, partition: TopicPartition, start: Int64, end: Int64, deadline: ContinuousClock.Instant,
-         timeout: Duration, logger: Logger) {
+         timeout: Duration, context: ClientContext) {
         self.handle = handle
         self.partition = partition
         self.start = start
         self.end = end
         self.deadline = deadline
         self.timeout = timeout
-        self.logger = logger
+        self.context = context
     }
 
     /// Most messages taken from librdkafka at once.

@@ -32,13 +32,13 @@ public final class KafkaProducer: Sendable {
 
     /// Creates the producer. `configuration` needs `bootstrapServers`; `defaultProperties` fill
     /// in what it does not set.
-    public init(configuration: KafkaConfiguration, logger: Logger = Logger(label: "kafka.producer")) throws(KafkaError) {
+    /// `logger` gets the producer's lines and librdkafka's own about it.
+    public init(configuration: KafkaConfiguration, logger: Logger) throws(KafkaError) {
         // Properties only consumers read are dropped, so one configuration can serve every
         // client of a worker or tool without librdkafka warnings.
         let properties = Self.defaultProperties.merging(configuration.forProducer.properties) { _, given in given }
         let context = ProducerContext(logger: logger)
-        let conf = try makeRdKafkaConf(properties)
-        rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(context).toOpaque())
+        let conf = try makeRdKafkaConf(properties, context: context)
         rd_kafka_conf_set_dr_msg_cb(conf) { rk, message, _ in
             guard let message, let opaque = message.pointee._private else { return }
             let error = KafkaProducer.deliveryError(rk, message.pointee.err)
@@ -249,10 +249,7 @@ public final class KafkaProducer: Sendable {
 }
 
 /// State reachable from librdkafka callbacks through the handle's opaque; lives as long as the producer.
-final class ProducerContext: Sendable {
-    let logger: Logger
-    init(logger: Logger) { self.logger = logger }
-}
+final class ProducerContext: ClientContext, @unchecked Sendable {}
 
 /// Calls `body` with the bytes of `array`, or an empty buffer with a nil base address for `nil`
 /// (librdkafka's "null key/value").

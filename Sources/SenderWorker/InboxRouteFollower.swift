@@ -23,9 +23,9 @@ struct InboxRouteFollower: Sendable {
         var admin: KafkaAdmin?
         while !Task.isCancelled {
             do {
-                let client = try admin ?? KafkaAdmin(configuration: configuration)
+                let client = try admin ?? KafkaAdmin(configuration: configuration, logger: logger)
                 admin = client
-                let map = try await GenerationRegistry.read(configuration: configuration, namespace: namespace, admin: client)
+                let map = try await GenerationRegistry.read(configuration: configuration, namespace: namespace, admin: client, logger: logger)
                 let inbox = namespace.physical(map.route(Topics.senderInbox))
                 if route.set(inbox) {
                     logger.notice("effect stage answers go to \(inbox)", metadata: ["generation": "\(map.entry(for: .sender).writeGeneration)"])

@@ -45,7 +45,7 @@ struct DecisionsCommand: AsyncParsableCommand {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: .seconds(timeout))
         var reader = try await connection.reader(timeout: timeout)
-        let registry = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace)
+        let registry = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace, logger: reader.logger)
         let inboxes = (1...max(1, registry.entry(for: .delivery).generation)).map { Worker.delivery.topics(generation: $0).log }
         let topics = [Topics.decisions, Topics.deliveries] + inboxes
         let counts = try await reader.partitionCounts(topics)

@@ -70,7 +70,7 @@ struct PartitionsCommand: AsyncParsableCommand {
             let migration = PartitionMigration(
                 worker: worker, partitions: to, configuration: try connection.kafkaConfiguration(), namespace: connection.namespace,
                 groupId: groupId, replicationFactor: replicationFactor, waitTimeout: .seconds(waitTimeout),
-                holdBeforeActivation: holdBeforeActivate)
+                holdBeforeActivation: holdBeforeActivate, logger: connection.logger)
             // A MigrationError ("cannot go on") exits 1 with its reason (see ExitStatus).
             if dryRun {
                 print(try await migration.plan())

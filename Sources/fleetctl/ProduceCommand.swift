@@ -102,7 +102,7 @@ struct ProduceCommand: AsyncParsableCommand {
 
         var configuration = reader.configuration
         if configuration["message.timeout.ms"] == nil { configuration["message.timeout.ms"] = String(timeout * 1000) }
-        let producer = try KafkaProducer(configuration: configuration)
+        let producer = try KafkaProducer(configuration: configuration, logger: reader.logger)
         var sent = 0
         do {
             if inOrder {
@@ -151,7 +151,7 @@ private struct CommitWaiter {
             var reader = configuration
             reader["group.id"] = WorkerSettings.groupId(of: worker, configured: nil, topicPrefix: connection.namespace.prefix)
             reader["enable.auto.commit"] = "false"
-            consumers[worker] = try KafkaConsumer(configuration: reader)
+            consumers[worker] = try KafkaConsumer(configuration: reader, logger: connection.logger)
         }
         self.consumers = consumers
         self.connection = connection

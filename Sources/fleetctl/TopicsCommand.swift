@@ -4,6 +4,7 @@ import FleetOperations
 import FleetWorkers
 import Foundation
 import Kafka
+import Logging
 
 struct TopicsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -34,13 +35,17 @@ struct TopicsCommand: AsyncParsableCommand {
             return KafkaConfiguration(bootstrapServers: servers).merging(KafkaConfiguration.fromEnvironment(environment))
         }
 
-        func admin() throws -> KafkaAdmin { try KafkaAdmin(configuration: kafkaConfiguration()) }
+        /// The tool's logger, for its clients' lines (librdkafka's included); `MultiCall` sets
+        /// where they go and from which level.
+        var logger: Logger { Logger(label: "fleetctl") }
+
+        func admin() throws -> KafkaAdmin { try KafkaAdmin(configuration: kafkaConfiguration(), logger: logger) }
 
         /// A reader on this connection, once the brokers have answered: a wrong address fails
         /// here, within seconds for a refused connection or an unknown host and within
         /// `timeout` for one that does not answer, naming the address (exit 69).
         func reader(timeout: Int) async throws -> FleetTopicReader {
-            let reader = FleetTopicReader(configuration: try kafkaConfiguration(), namespace: namespace, timeout: .seconds(timeout))
+            let reader = FleetTopicReader(configuration: try kafkaConfiguration(), namespace: namespace, timeout: .seconds(timeout), logger: logger)
             _ = try await reader.physicalPartitionCounts(nil)
             return reader
         }
@@ -68,7 +73,8 @@ struct TopicsCommand: AsyncParsableCommand {
                 let name = connection.namespace.physical(spec.name)
                 print("\(name)\t\(counts[name].map(String.init) ?? "missing")\t\(spec.role.rawValue)")
             }
-            let generations = try await GenerationRegistry.read(configuration: try connection.kafkaConfiguration(), namespace: connection.namespace)
+            let generations = try await GenerationRegistry.read(
+                configuration: try connection.kafkaConfiguration(), namespace: connection.namespace, logger: connection.logger)
             let problems = TopicAdministration.check(partitionCounts: counts, namespace: connection.namespace, generations: generations)
             for problem in problems { print("problem: \(problem)") }
             if !problems.isEmpty { throw ExitCode(1) }
@@ -89,7 +95,7 @@ struct TopicsCommand: AsyncParsableCommand {
         func run() async throws {
             let reader = try await connection.reader(timeout: timeout)
             let counts = try await reader.physicalPartitionCounts(nil)
-            let generations = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace)
+            let generations = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace, logger: reader.logger)
             let problems = TopicAdministration.check(partitionCounts: counts, namespace: connection.namespace, generations: generations)
             if problems.isEmpty {
                 print("ok: \(TopicSpec.all.count) topics present and co-partitioned")

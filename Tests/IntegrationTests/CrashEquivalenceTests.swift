@@ -210,7 +210,7 @@ struct CrashRun {
         var waveSeconds: [Double] = []
         var disturbing: Task<Void, Never>?
         do {
-            let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+            let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), logger: .tests)
             for wave in traffic.waves {
                 if wave.index == intervention?.completeBeforeWave {
                     // Later waves come after the intervention, so a test can tell what it changed.

@@ -14,7 +14,7 @@ import UpstreamProcessors
 struct DeadLetterRedriveTests {
     func tool(_ fleet: FleetHarness) -> DeadLetterTool {
         DeadLetterTool(reader: FleetTopicReader(
-            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60)))
+            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60), logger: .tests))
     }
 
     func decisions(_ records: [FleetRecord]) -> [Decision] {

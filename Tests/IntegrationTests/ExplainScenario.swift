@@ -173,7 +173,7 @@ extension ExplainScenario {
     /// Produces the entries to the inbox partition in order: the users' records by key, ticks
     /// (no key) explicitly to the partition, as the worker's own tick writer does.
     static func produce(_ entries: [Entry], to partition: Int32, in fleet: FleetHarness) async throws {
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), logger: .tests)
         _ = try await producer.send(entries.map { entry in
             ProducerRecord(
                 topic: fleet.namespace.physical(Topics.deliveryInbox), partition: partition,

@@ -26,7 +26,7 @@ struct ExplainSendsTests {
         try await ExplainScenario.produce(ExplainScenario.budgetDay(), to: partition, in: fleet)
         #expect(try await fleet.records(Topics.decisions, count: 4, timeout: .seconds(60)).count == 4)
         let reader = FleetTopicReader(
-            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60))
+            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60), logger: .tests)
 
         // A fleet without the sender (the harness creates every fleet topic, the sender's too):
         // explain works, and says so.

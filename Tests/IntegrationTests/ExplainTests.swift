@@ -286,7 +286,7 @@ struct ExplainBrokerTests {
         #expect(try await fleet.records(Topics.decisions, count: 6, timeout: .seconds(60)).count == 6)
 
         let reader = FleetTopicReader(
-            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60))
+            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60), logger: .tests)
         let profile = ExplainScenario.engine.profile
         for (user, entries, partition) in [(budgetUser, ExplainScenario.budgetDay(), budgetPartition),
                                            (quietUser, ExplainScenario.quietNight(), quietPartition)] {
@@ -335,7 +335,7 @@ struct ExplainBrokerTests {
         #expect(try await fleet.records(Topics.decisions, count: decisions, timeout: .seconds(60)).count == decisions)
 
         let reader = FleetTopicReader(
-            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60))
+            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60), logger: .tests)
         let profile = ExplainScenario.engine.profile
         let expected = UserTimeline(log: inMemory, window: .all, profile: profile)
         var timeline = try await Explainer.explain(user: user, window: .all, profile: profile, reader: reader).withoutSends

@@ -11,7 +11,7 @@ extension FleetHarness {
     /// Produces `entries` to the delivery inbox in chunks of `chunk` records, `pause` apart (a
     /// steady stream rather than one burst), each to its entry's partition.
     func stream(_ entries: [InboxWorkload.Entry], chunk: Int = 10, pause: Duration = .milliseconds(100)) async throws {
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap), logger: .tests)
         let topic = namespace.physical(Topics.deliveryInbox)
         var start = 0
         while start < entries.count {
@@ -33,7 +33,7 @@ extension FleetHarness {
     ) async throws -> [KafkaMessage] {
         let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": bootstrap, "group.id": "reader-\(UUID().uuidString.prefix(8))",
-        ]))
+        ]), logger: .tests)
         var offsets: [TopicPartition: Int64] = [:]
         for p in 0..<partitions { offsets[TopicPartition(namespace.physical(topic), p)] = KafkaConsumer.beginning }
         try await consumer.assign(offsets)
@@ -81,7 +81,7 @@ extension FleetHarness {
     /// Appends a marker with `nonce` to every partition of `<worker>.state`: a point in the
     /// changelog that later markers can be compared with (restore ignores foreign markers).
     func markChangelog(of worker: Worker, nonce: String) async throws {
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap), logger: .tests)
         _ = try await producer.send((0..<partitions).map {
             ChangelogRecords.marker(nonce: nonce, topic: namespace.physical(worker.stateTopic), partition: $0)
         })

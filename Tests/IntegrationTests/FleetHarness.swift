@@ -37,7 +37,7 @@ struct FleetHarness: Sendable {
         return harness
     }
 
-    func admin() throws -> KafkaAdmin { try KafkaAdmin(configuration: KafkaConfiguration(bootstrapServers: bootstrap)) }
+    func admin() throws -> KafkaAdmin { try KafkaAdmin(configuration: KafkaConfiguration(bootstrapServers: bootstrap), logger: .tests) }
 
     /// Deletes this namespace's topics (Tansu keeps every record in memory).
     func tearDown() async {
@@ -80,7 +80,7 @@ struct FleetHarness: Sendable {
 
     /// Produces fleet records (keyed by user) to a logical topic, with the given timestamps.
     func produce(_ records: [(FleetRecord, Timestamp)], to topic: String) async throws {
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap), logger: .tests)
         _ = try await producer.send(records.map { record, time in
             ProducerRecord(topic: namespace.physical(topic), key: record.userId, value: RecordCodec.encode(record),
                            timestamp: time.millisecondsSinceEpoch)
@@ -90,7 +90,7 @@ struct FleetHarness: Sendable {
 
     /// Produces raw bytes (e.g. a malformed record) to a logical topic.
     func produceRaw(key: String, value: [UInt8], to topic: String, at time: Timestamp) async throws {
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap), logger: .tests)
         _ = try await producer.send(ProducerRecord(
             topic: namespace.physical(topic), key: key, value: value, timestamp: time.millisecondsSinceEpoch))
         await producer.close()
@@ -101,7 +101,7 @@ struct FleetHarness: Sendable {
     func read(_ topic: String, count: Int, timeout: Duration = .seconds(30)) async throws -> [KafkaMessage] {
         let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": bootstrap, "group.id": "reader-\(UUID().uuidString.prefix(8))",
-        ]))
+        ]), logger: .tests)
         var offsets: [TopicPartition: Int64] = [:]
         for p in 0..<partitions { offsets[TopicPartition(namespace.physical(topic), p)] = KafkaConsumer.beginning }
         try await consumer.assign(offsets)

@@ -82,11 +82,11 @@ final class FleetRecorder: Sendable {
         consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": bootstrap, "group.id": namespace.prefix + "recorder",
             "isolation.level": "read_committed", "fetch.wait.max.ms": "10",
-        ]), maxBatchSize: 2000)
+        ]), maxBatchSize: 2000, logger: .tests)
         watcher = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": bootstrap, "group.id": namespace.prefix + "watcher",
             "isolation.level": "read_uncommitted", "fetch.wait.max.ms": "5",
-        ]), maxBatchSize: 2000)
+        ]), maxBatchSize: 2000, logger: .tests)
         var topics = Self.comparedTopics + [Topics.reminderInbox]
         topics += Worker.allCases.flatMap { [$0.stateTopic, $0.historyTopic] }
         topics += TopicSpec.all.filter { $0.role == .deadLetter }.map(\.name)

@@ -103,7 +103,7 @@ struct FleetctlErrorTests {
         guard FleetHarness.brokerAvailable else { return }
         let fleet = try await FleetHarness.make(partitions: 2)
         defer { Task { await fleet.tearDown() } }
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), logger: .tests)
         func decision(_ user: String, _ index: Int) -> ProducerRecord {
             let value = #"{"v":1,"type":"decision","id":"d-\#(user)-\#(index)","user_id":"\#(user)","intent_id":"i-\#(user)-\#(index)","outcome":"delivered","reason":"within_budget","notification_id":"n-\#(user)-\#(index)","rule":"P-BUD-1"}"#
             return ProducerRecord(

@@ -71,7 +71,7 @@ struct MigrationPauseTests {
         let group = try #require(environment["FLEET_GROUP_ID"])
         var consumerConfiguration = KafkaConfiguration(bootstrapServers: fleet.bootstrap)
         consumerConfiguration["group.id"] = group
-        let consumer = try KafkaConsumer(configuration: consumerConfiguration)
+        let consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: .tests)
         let partitions = (0..<Int32(2)).map { TopicPartition(inbox, $0) }
         let deadline = ContinuousClock.now + .seconds(180)
         while try await consumer.committed(partitions).values.filter({ $0 >= Int64(Self.ticksPerPartition) }).count < 2 {
@@ -88,7 +88,7 @@ struct MigrationPauseTests {
             ?? ShutdownTests.executable("fleetctl")
         let migrate = try ChildProcess.run(
             fleetctl, ["partitions", "migrate", "--worker", "delivery-worker", "--to", "4", "--wait-timeout", "240"], environment: environment)
-        let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace)
+        let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, logger: .tests)
         var announced: [GenerationEntry.Phase: Int64] = [:]
         for message in try await reader.read([Topics.generations]) {
             guard let value = message.value, let entry = try? JSONDecoder().decode(GenerationEntry.self, from: Data(value)),

@@ -246,6 +246,6 @@ extension FleetHarness {
         var configuration = KafkaConfiguration(bootstrapServers: bootstrap)
         configuration["linger.ms"] = "20"
         configuration["batch.num.messages"] = "10000"
-        return try KafkaProducer(configuration: configuration)
+        return try KafkaProducer(configuration: configuration, logger: .tests)
     }
 }

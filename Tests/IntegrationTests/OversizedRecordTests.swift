@@ -258,7 +258,7 @@ struct OversizedRecordTests {
         try start(.delivery, DeliveryEngine(profile: rin))
         defer { for task in tasks { task.cancel() } }
 
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), logger: .tests)
         _ = try await producer.send(traffic.map {
             ProducerRecord(
                 topic: fleet.namespace.physical($0.topic), key: Array($0.key.utf8), value: $0.value,
@@ -346,7 +346,7 @@ struct DeadLetterReferenceTests {
         #expect(letters.count == 1)
 
         let tool = DeadLetterTool(reader: FleetTopicReader(
-            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60)))
+            configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, timeout: .seconds(60), logger: .tests))
         let log = try await tool.log(of: Topics.scoreBatches)
         let entry = try #require(log.entries.first)
         let reference = try #require(entry.letter.reference)

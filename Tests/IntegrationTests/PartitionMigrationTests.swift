@@ -50,7 +50,7 @@ struct PartitionMigrationTests {
                 migrationOutput.set(held)
                 throw CrashRun.WaveFailure(description: "the held migration did not stop before activation: \(held.1)")
             }
-            let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace)
+            let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, logger: .tests)
             // Before the activation, everything in the new log was carried over from the old one.
             let deadline = ContinuousClock.now + .seconds(90)
             while try await reader.read([newLog]).isEmpty {
@@ -67,7 +67,7 @@ struct PartitionMigrationTests {
             // The next wave goes out once the delivery worker has cut the old log: it is written
             // into the old log by every producer and carried over into the new one while the
             // migration re-keys the state.
-            let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace)
+            let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, logger: .tests)
             let deadline = ContinuousClock.now + .seconds(90)
             while StateRekeying.cuts(in: try await reader.read([Worker.delivery.stateTopic]), generation: 2).count < Int(Self.before) {
                 guard ContinuousClock.now < deadline else { throw CrashRun.WaveFailure(description: "the old log was not cut") }

@@ -58,7 +58,7 @@ struct ReplayTests {
         let log = traffic()
         try await fleet.produce(log, to: Topics.deliveryInbox)
         try await awaitCommitted(fleet, records: log.count)
-        let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace)
+        let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, logger: .tests)
         return Recording(
             fleet: fleet, replay: FleetReplay(reader: reader), export: FleetExport(reader: reader),
             rin: try FleetProfile(.shipped("rin")))
@@ -68,7 +68,7 @@ struct ReplayTests {
     static func awaitCommitted(_ fleet: FleetHarness, records: Int) async throws {
         let reader = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": fleet.bootstrap, "group.id": fleet.namespace.prefix + Worker.delivery.rawValue,
-        ]))
+        ]), logger: .tests)
         let partitions = (0..<fleet.partitions).map { TopicPartition(fleet.namespace.physical(Topics.deliveryInbox), $0) }
         let deadline = ContinuousClock.now + .seconds(90)
         var committed = 0
@@ -105,7 +105,7 @@ struct ReplayTests {
         #expect(report.range.from > 0 && report.recordsReplayed > 0)
         // Nothing was deleted from the history: its log start is 0 (`HistoryRetention`).
         let reader = FleetTopicReader(
-            configuration: KafkaConfiguration(bootstrapServers: recording.fleet.bootstrap), namespace: recording.fleet.namespace)
+            configuration: KafkaConfiguration(bootstrapServers: recording.fleet.bootstrap), namespace: recording.fleet.namespace, logger: .tests)
         #expect(try await reader.logStart(of: TopicPartition(Worker.delivery.historyTopic, partition)) == 0)
         // Something was compared, including budget suppressions decided from restored state.
         guard case .comparison(let comparison) = report.verdict else { Issue.record("expected a comparison"); return }

@@ -51,7 +51,7 @@ struct RestoreSizingTests {
     private func committedOffset(_ fleet: FleetHarness) async throws -> Int64 {
         let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": fleet.bootstrap, "group.id": fleet.namespace.prefix + Worker.delivery.rawValue,
-        ]))
+        ]), logger: .tests)
         defer { Task { await consumer.close() } }
         let inbox = TopicPartition(fleet.namespace.physical(Topics.deliveryInbox), 0)
         return try #require(try await consumer.committed([inbox])[inbox])
@@ -60,7 +60,7 @@ struct RestoreSizingTests {
     private func restore(
         _ fleet: FleetHarness, committed: Int64, sizing: StateRestorer<DeliveryState>.Sizing, nonce: String
     ) async throws -> StateRestorer<DeliveryState>.Restored {
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), logger: .tests)
         defer { Task { await producer.close() } }
         let restorer = StateRestorer<DeliveryState>(
             consumerConfiguration: KafkaConfiguration(properties: [

@@ -28,7 +28,7 @@ struct RunbookCommandTests {
         let budgetPartition = KeyPartitioner.partition(forKey: budgetUser, partitions: 2)
         let quietPartition = KeyPartitioner.partition(forKey: quietUser, partitions: 2)
         try #require(budgetPartition != quietPartition)
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), logger: .tests)
         for (entries, partition) in [(ExplainScenario.budgetDay(), budgetPartition), (ExplainScenario.quietNight(), quietPartition)] {
             _ = try await producer.send(entries.map { entry in
                 ProducerRecord(

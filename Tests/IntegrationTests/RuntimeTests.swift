@@ -146,7 +146,7 @@ struct RuntimeTests {
                 userId: user, image: Array(value[peek.image]), inputOffset: peek.inputOffset, wakeUp: .unrecorded,
                 topic: fleet.namespace.physical(Worker.delivery.stateTopic), partition: message.partition))
         }
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), logger: .tests)
         _ = try await producer.send(rewritten)
         await producer.close()
         return rewritten.count
@@ -186,7 +186,7 @@ struct RuntimeTests {
         let good = Self.dayOfIntents(user: "u-good")
         // A damaged image (format 1, then a cut-off field) with its wake-up recorded: restore
         // holds it, only the state's decoder refuses it, when the user's record arrives.
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap))
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), logger: .tests)
         _ = try await producer.send(ChangelogRecords.state(
             userId: "u-broken", image: [0x08, 0x01, 0xFF], inputOffset: ChangelogRecords.migratedInputOffset, wakeUp: .recorded(nil),
             topic: fleet.namespace.physical(Worker.delivery.stateTopic), partition: 0))
@@ -237,7 +237,7 @@ struct RuntimeTests {
         // The consumed offsets were committed through the transactions.
         let reader = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": fleet.bootstrap, "group.id": fleet.namespace.prefix + Worker.delivery.rawValue,
-        ]))
+        ]), logger: .tests)
         let inbox = TopicPartition(fleet.namespace.physical(Topics.deliveryInbox), 0)
         let deadline = ContinuousClock.now + .seconds(10)
         var committed: Int64?

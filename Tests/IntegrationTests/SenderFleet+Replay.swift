@@ -18,12 +18,12 @@ extension SenderFleet {
     /// log in transactions, whose commit markers take offsets no consumer commits past.) Ticks
     /// keep arriving, so a replay ends its range there.
     func awaitFolded(log: String = Topics.senderInbox, partitions: Int32) async throws -> [Int32: Int64] {
-        let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: harness.bootstrap), namespace: harness.namespace)
+        let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: harness.bootstrap), namespace: harness.namespace, logger: .tests)
         var ends: [Int32: Int64] = [:]
         try await reader.stream(try await reader.beginnings(of: [log])) { ends[$0.partition] = $0.offset + 1 }
         let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": harness.bootstrap, "group.id": harness.namespace.prefix + Worker.sender.rawValue,
-        ]))
+        ]), logger: .tests)
         let places = (0..<partitions).map { TopicPartition(harness.namespace.physical(log), $0) }
         let deadline = ContinuousClock.now + .seconds(30)
         var committed: [TopicPartition: Int64] = [:]
@@ -43,7 +43,7 @@ extension SenderFleet {
     /// attempts, which must not be read as missing. Returns the reports.
     func replayFromFirstAnswer(ends: [Int32: Int64], generation: Int = 1) async throws -> [FleetReplay.Report] {
         let log = Worker.sender.topics(generation: generation).log
-        let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: harness.bootstrap), namespace: harness.namespace)
+        let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: harness.bootstrap), namespace: harness.namespace, logger: .tests)
         var firstAnswers: [Int32: Int64] = [:]
         try await reader.stream(try await reader.beginnings(of: [log])) { message in
             if firstAnswers[message.partition] == nil, message.offset < ends[message.partition] ?? 0, Self.type(of: message) == "send.result" {

@@ -33,7 +33,7 @@ struct SenderMigrationTests {
         let outcome = try await PartitionMigration(
             worker: .sender, partitions: 3, configuration: KafkaConfiguration(bootstrapServers: fleet.harness.bootstrap),
             namespace: fleet.harness.namespace, groupId: fleet.harness.namespace.prefix + Worker.sender.rawValue,
-            waitTimeout: .seconds(60)
+            waitTimeout: .seconds(60), logger: .tests
         ).run { lines.append($0) }
         print("partitions migrate --worker sender-worker --to 3:\n\(lines.text)")
         #expect(outcome == .complete, "\(lines.text)")
@@ -66,7 +66,7 @@ struct SenderMigrationTests {
                 return afterDeliveries.contains(result.deliveryId)
             }
         }
-        let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.harness.bootstrap), namespace: fleet.harness.namespace)
+        let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.harness.bootstrap), namespace: fleet.harness.namespace, logger: .tests)
         var newLogRecords: [KafkaMessage] = [], oldLogRecords: [KafkaMessage] = []
         try await reader.stream(try await reader.beginnings(of: [newLog])) { newLogRecords.append($0) }
         try await reader.stream(try await reader.beginnings(of: [Topics.senderInbox])) { oldLogRecords.append($0) }

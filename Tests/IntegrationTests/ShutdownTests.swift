@@ -41,7 +41,7 @@ struct ShutdownTests {
         // Everything processed was committed: a restarted worker would not repeat it.
         let reader = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": fleet.bootstrap, "group.id": group,
-        ]))
+        ]), logger: .tests)
         let inbox = TopicPartition(fleet.namespace.physical(Topics.deliveryInbox), 0)
         #expect(try await reader.committed([inbox])[inbox] == 3)
         await reader.close()

@@ -22,9 +22,9 @@ struct TansuQuirkTests {
         let group = fleet.namespace.prefix + "quirk"
         let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
             "bootstrap.servers": fleet.bootstrap, "group.id": group,
-        ]))
+        ]), logger: .tests)
         let producer = try KafkaProducer(configuration: KafkaConfiguration(
-            bootstrapServers: fleet.bootstrap, properties: ["transactional.id": group + "-tx"]))
+            bootstrapServers: fleet.bootstrap, properties: ["transactional.id": group + "-tx"]), logger: .tests)
         try await producer.initTransactions()
 
         try producer.beginTransaction()

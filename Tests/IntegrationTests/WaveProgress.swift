@@ -40,7 +40,7 @@ struct WaveProgress {
             // Same group as the worker, only to read its committed offsets (never subscribes).
             readers[worker] = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
                 "bootstrap.servers": bootstrap, "group.id": namespace.prefix + worker.rawValue,
-            ]))
+            ]), logger: .tests)
         }
         self.readers = readers
     }

@@ -41,14 +41,14 @@ struct ConfigurationTests {
     /// Pass-through reaches librdkafka: it validates names and values when a client is created.
     @Test func passedThroughPropertiesAreAppliedByLibrdkafka() throws {
         let valid = KafkaConfiguration.fromEnvironment(["KAFKA_SECURITY_PROTOCOL": "plaintext", "KAFKA_CLIENT_ID": "t"])
-        _ = try KafkaProducer(configuration: valid.merging(KafkaConfiguration(bootstrapServers: "127.0.0.1:1")))
+        _ = try KafkaProducer(configuration: valid.merging(KafkaConfiguration(bootstrapServers: "127.0.0.1:1")), logger: .tests)
 
         let badValue = KafkaConfiguration.fromEnvironment(["KAFKA_SECURITY_PROTOCOL": "carrier_pigeon"])
-        let error = #expect(throws: KafkaError.self) { try KafkaProducer(configuration: badValue) }
+        let error = #expect(throws: KafkaError.self) { try KafkaProducer(configuration: badValue, logger: .tests) }
         #expect(error?.message.contains("security.protocol") == true)
 
         let unknown = KafkaConfiguration(properties: ["group.id": "g", "no.such.property": "1"])
-        #expect(throws: KafkaError.self) { try KafkaConsumer(configuration: unknown) }
+        #expect(throws: KafkaError.self) { try KafkaConsumer(configuration: unknown, logger: .tests) }
     }
 
     @Test func producerDefaultsToJavaCompatiblePartitioningAndIdempotence() {

@@ -14,14 +14,14 @@ struct ConsumerGroupTests {
             let log = RebalanceLog()
 
             let boxA = ConsumerBox()
-            let a = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group))
+            let a = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group), logger: .tests)
             boxA.consumer = a
             try a.subscribe(topics: [topic], onRebalance: log.handler(named: "A", box: boxA))
             let readerA = BackgroundReader(a)
             try await eventually("A owns all partitions") { Set(try a.assignment()) == all }
 
             let boxB = ConsumerBox()
-            let b = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group))
+            let b = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group), logger: .tests)
             boxB.consumer = b
             try b.subscribe(topics: [topic], onRebalance: log.handler(named: "B", box: boxB))
             let readerB = BackgroundReader(b)
@@ -67,11 +67,11 @@ extension ConsumerGroupTests {
     /// Newly assigned partitions can start paused (to restore state first), then be resumed.
     @Test func newlyAssignedPartitionsStartPausedWhenAsked() async throws {
         try await TestBroker.withTopics("paused", partitions: 2) { topics in
-            let producer = try KafkaProducer(configuration: try TestBroker.configuration())
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
             _ = try await producer.send((0..<6).map { ProducerRecord(topic: topics[0], key: "k\($0)", value: [UInt8($0)]) })
             await producer.close()
 
-            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("paused")))
+            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("paused")), logger: .tests)
             let assigned = MessageBuffer()
             try consumer.subscribe(topics: [topics[0]], pauseNewlyAssigned: true) { event in
                 if event.kind == .assigned { _ = assigned.append(event.partitions.map { KafkaMessage(topic: $0.topic, partition: $0.partition, offset: -1, key: nil, value: nil, timestamp: nil, timestampType: nil) }) }

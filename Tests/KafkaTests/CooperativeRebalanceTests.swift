@@ -13,14 +13,14 @@ struct CooperativeRebalanceTests {
             let log = RebalanceLog()
 
             let boxA = ConsumerBox()
-            let a = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group, strategy: .cooperativeSticky))
+            let a = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group, strategy: .cooperativeSticky), logger: .tests)
             boxA.consumer = a
             try a.subscribe(topics: [topic], onRebalance: log.handler(named: "A", box: boxA))
             let readerA = BackgroundReader(a)
             try await eventually("A owns all partitions", timeout: .seconds(40)) { Set(try a.assignment()) == all }
 
             let boxB = ConsumerBox()
-            let b = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group, strategy: .cooperativeSticky))
+            let b = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group, strategy: .cooperativeSticky), logger: .tests)
             boxB.consumer = b
             try b.subscribe(topics: [topic], onRebalance: log.handler(named: "B", box: boxB))
             let readerB = BackgroundReader(b)

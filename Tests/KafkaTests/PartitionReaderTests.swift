@@ -9,7 +9,7 @@ struct PartitionReaderTests {
     @Test func lendsEveryRecordBelowTheEndInOffsetOrder() async throws {
         try await TestBroker.withTopics("partition-reader", partitions: 2) { topics in
             let topic = topics[0]
-            let producer = try KafkaProducer(configuration: try TestBroker.configuration())
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
             var records = (0..<300).map { index in
                 ProducerRecord(
                     topic: topic, partition: Int32(index % 2), key: Array("k\(index)".utf8), value: Array("v\(index)".utf8),
@@ -36,7 +36,7 @@ struct PartitionReaderTests {
             func read(_ partition: Int32, from start: Int64, until end: Int64) async throws -> Seen {
                 try await KafkaPartitionReader.read(
                     TopicPartition(topic, partition), from: start, until: end, configuration: configuration,
-                    timeout: .seconds(30), into: Seen()
+                    timeout: .seconds(30), logger: .tests, into: Seen()
                 ) { seen, record in
                     #expect(record.partition == partition)
                     seen.offsets.append(record.offset)
@@ -59,7 +59,7 @@ struct PartitionReaderTests {
             #expect(one.offsets == Array(10..<end1))
             #expect(one.keys == (10..<150).map { "k\($0 * 2 + 1)" })
 
-            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("reader-check")))
+            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("reader-check")), logger: .tests)
             let expected = try await consumer.readToEnd([TopicPartition(topic, 0): KafkaConsumer.beginning], timeout: .seconds(30))
             await consumer.close()
             #expect(zero.copies == Array(expected.prefix(3)))
@@ -71,7 +71,7 @@ struct PartitionReaderTests {
     @Test func stopsAtItsTimeoutAndOnTheClosuresError() async throws {
         try await TestBroker.withTopics("partition-reader-stop", partitions: 1) { topics in
             let topic = topics[0]
-            let producer = try KafkaProducer(configuration: try TestBroker.configuration())
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
             _ = try await producer.send((0..<5).map { ProducerRecord(topic: topic, partition: 0, key: nil, value: [UInt8($0)]) })
             await producer.close()
             let configuration = try TestBroker.consumerConfiguration(group: TestBroker.unique("reader-stop"))
@@ -79,7 +79,7 @@ struct PartitionReaderTests {
             do {
                 _ = try await KafkaPartitionReader.read(
                     partition, from: KafkaConsumer.beginning, until: 50, configuration: configuration, timeout: .seconds(2),
-                    into: 0
+                    logger: .tests, into: 0
                 ) { count, _ in count += 1 }
                 Issue.record("a read up to a record that does not exist returned")
             } catch let error as KafkaError {
@@ -90,7 +90,7 @@ struct PartitionReaderTests {
             await #expect(throws: Refused.self) {
                 _ = try await KafkaPartitionReader.read(
                     partition, from: KafkaConsumer.beginning, until: 4, configuration: configuration, timeout: .seconds(20),
-                    into: 0
+                    logger: .tests, into: 0
                 ) { count, record in
                     if record.offset == 2 { throw Refused() }
                     count += 1

@@ -37,7 +37,7 @@ struct PartitioningTests {
     @Test func defaultPartitionerPlacesKeysLikeTheJavaClient() async throws {
         let partitions: Int32 = 7
         try await TestBroker.withTopics("murmur2", partitions: partitions) { topics in
-            let producer = try KafkaProducer(configuration: try TestBroker.configuration())
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
             let keys = (0..<300).map { "user-\($0 * 7919)" } + ["", "a", "ab", "abc", "ünïcødé-ключ", "00000000-0000-0000-0000-000000000000"]
             let records = keys.map { ProducerRecord(topic: topics[0], key: $0, value: Array("v".utf8)) }
             let reports = try await producer.send(records)

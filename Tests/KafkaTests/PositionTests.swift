@@ -8,7 +8,7 @@ struct PositionTests {
         try await TestBroker.withTopics("position", partitions: 2) { topics in
             let topic = topics[0]
             let (p0, p1) = (TopicPartition(topic, 0), TopicPartition(topic, 1))
-            let producer = try KafkaProducer(configuration: try TestBroker.configuration())
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
             func send(_ partition: TopicPartition, _ range: Range<Int>) async throws {
                 _ = try await producer.send(range.map {
                     ProducerRecord(topic: topic, partition: partition.partition, key: "k", value: Array("\(partition.partition)-\($0)".utf8))
@@ -17,7 +17,7 @@ struct PositionTests {
             try await send(p0, 0..<5)
             try await send(p1, 0..<5)
 
-            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("position")))
+            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("position")), logger: .tests)
             try await consumer.assign([p0: KafkaConsumer.beginning, p1: KafkaConsumer.beginning])
             let first = try await TestBroker.collect(consumer, count: 10)
             #expect(first.count == 10)
@@ -51,7 +51,7 @@ struct PositionTests {
 
     @Test func adminDescribesPartitionCountsAndListsGroups() async throws {
         try await TestBroker.withTopics("admin", count: 2, partitions: 3) { topics in
-            let admin = try KafkaAdmin(configuration: try TestBroker.configuration())
+            let admin = try KafkaAdmin(configuration: try TestBroker.configuration(), logger: .tests)
             let missing = TestBroker.unique("missing")
             let counts = try await admin.partitionCounts(topics: topics + [missing])
             #expect(counts == [topics[0]: 3, topics[1]: 3])
@@ -62,7 +62,7 @@ struct PositionTests {
             try await admin.createTopics([NewTopic(name: topics[0], partitions: 3)], ignoreExisting: true)
 
             let group = TestBroker.unique("listed")
-            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group))
+            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group), logger: .tests)
             try await consumer.assign([TopicPartition(topics[0], 0): KafkaConsumer.beginning])
             try await consumer.commit([TopicPartition(topics[0], 0): 0])
             await consumer.close()

@@ -9,7 +9,7 @@ struct ReadToEndTests {
     @Test func readsEachPartitionToItsEndAtTheCall() async throws {
         try await TestBroker.withTopics("read-to-end", partitions: 3) { topics in
             let topic = topics[0]
-            let producer = try KafkaProducer(configuration: try TestBroker.configuration())
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
             func send(_ partition: Int32, _ range: Range<Int>) async throws {
                 _ = try await producer.send(range.map {
                     ProducerRecord(topic: topic, partition: partition, key: Array("k".utf8), value: Array("\(partition)-\($0)".utf8))
@@ -19,7 +19,7 @@ struct ReadToEndTests {
             try await send(1, 0..<7)
             try await send(1, 7..<30)   // one batch: the tail the broker's watermark hides
 
-            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("rte")))
+            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("rte")), logger: .tests)
             let (p0, p1, p2) = (TopicPartition(topic, 0), TopicPartition(topic, 1), TopicPartition(topic, 2))
             let read = try await consumer.readToEnd([p0: KafkaConsumer.beginning, p1: 5, p2: KafkaConsumer.beginning])
             await consumer.close()
@@ -28,7 +28,7 @@ struct ReadToEndTests {
             #expect(read.filter { $0.partition == 2 }.isEmpty)
 
             // A start at the end reads nothing and does not wait for the timeout.
-            let again = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("rte")))
+            let again = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("rte")), logger: .tests)
             let none = try await again.readToEnd([p0: 40], timeout: .seconds(10))
             await again.close()
             #expect(none.isEmpty)

@@ -6,7 +6,7 @@ struct RoundTripTests {
     @Test func keyedRecordsWithHeadersAndTimestampsRoundTrip() async throws {
         try await TestBroker.withTopics("roundtrip", partitions: 3) { topics in
             let topic = topics[0]
-            let producer = try KafkaProducer(configuration: try TestBroker.configuration())
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
             let records = (0..<20).map { i in
                 ProducerRecord(topic: topic, key: "user-\(i % 5)", value: Array("value-\(i)".utf8),
                                headers: [KafkaHeader("source", "test"), KafkaHeader("index", "\(i)"), KafkaHeader("null", nil)],
@@ -17,7 +17,7 @@ struct RoundTripTests {
             #expect(reports.count == records.count)
             #expect(reports.allSatisfy { $0.topic == topic && $0.offset >= 0 && (0..<3).contains($0.partition) })
 
-            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("roundtrip")))
+            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("roundtrip")), logger: .tests)
             try consumer.subscribe(topics: [topic])
             let messages = try await TestBroker.collect(consumer, count: records.count)
             await consumer.close()

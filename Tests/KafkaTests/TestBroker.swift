@@ -44,7 +44,7 @@ enum TestBroker {
     /// Creates uniquely named topics, runs `body`, and deletes them whatever happens.
     static func withTopics<R>(_ prefix: String, count: Int = 1, partitions: Int32,
                               _ body: ([String]) async throws -> R) async throws -> R {
-        let admin = try KafkaAdmin(configuration: try configuration())
+        let admin = try KafkaAdmin(configuration: try configuration(), logger: .tests)
         let names = (0..<count).map { _ in unique(prefix) }
         try await admin.createTopics(names.map { NewTopic(name: $0, partitions: partitions) })
         do {

@@ -14,7 +14,7 @@ struct ThroughputBenchmarks {
     @Test func produceThenConsumeThenPassThrough() async throws {
         try await TestBroker.withTopics("bench", count: 2, partitions: 12) { topics in
             let value = [UInt8](repeating: UInt8(ascii: "x"), count: 200)
-            let producer = try KafkaProducer(configuration: try TestBroker.configuration())
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
             let clock = ContinuousClock()
 
             let produced = try await clock.measure {
@@ -27,7 +27,7 @@ struct ThroughputBenchmarks {
             }
             report("produce", Self.count, produced)
 
-            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("bench")))
+            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("bench")), logger: .tests)
             try consumer.subscribe(topics: [topics[0]])
             var received = 0
             var firstSeen: ContinuousClock.Instant?

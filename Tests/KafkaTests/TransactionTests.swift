@@ -7,18 +7,18 @@ struct TransactionTests {
     @Test func transactionCommitsRecordsAndOffsetsTogether() async throws {
         try await TestBroker.withTopics("txn", count: 2, partitions: 2) { topics in
             let (input, output) = (topics[0], topics[1])
-            let plain = try KafkaProducer(configuration: try TestBroker.configuration())
+            let plain = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
             _ = try await plain.send((0..<10).map { ProducerRecord(topic: input, key: "u\($0)", value: Array("in-\($0)".utf8)) })
             await plain.close()
 
             let group = TestBroker.unique("txn")
-            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group))
+            let consumer = try KafkaConsumer(configuration: try TestBroker.consumerConfiguration(group: group), logger: .tests)
             try consumer.subscribe(topics: [input])
             let consumed = try await TestBroker.collect(consumer, count: 10)
 
             var producerConfiguration = try TestBroker.configuration()
             producerConfiguration.transactionalId = TestBroker.unique("txn-id")
-            let producer = try KafkaProducer(configuration: producerConfiguration)
+            let producer = try KafkaProducer(configuration: producerConfiguration, logger: .tests)
             try await producer.initTransactions()
             try producer.beginTransaction()
             _ = try await producer.send(consumed.map {
@@ -36,7 +36,7 @@ struct TransactionTests {
 
             var readerConfiguration = try TestBroker.consumerConfiguration(group: TestBroker.unique("txn-reader"))
             readerConfiguration.isolationLevel = .readCommitted
-            let reader = try KafkaConsumer(configuration: readerConfiguration)
+            let reader = try KafkaConsumer(configuration: readerConfiguration, logger: .tests)
             try reader.subscribe(topics: [output])
             let outputs = try await TestBroker.collect(reader, count: 10)
             await reader.close()
@@ -50,10 +50,10 @@ struct TransactionTests {
         try await TestBroker.withTopics("fence", partitions: 1) { topics in
             var configuration = try TestBroker.configuration()
             configuration.transactionalId = TestBroker.unique("fence-id")
-            let first = try KafkaProducer(configuration: configuration)
+            let first = try KafkaProducer(configuration: configuration, logger: .tests)
             try await first.initTransactions()
 
-            let second = try KafkaProducer(configuration: configuration)
+            let second = try KafkaProducer(configuration: configuration, logger: .tests)
             try await second.initTransactions()
 
             // The zombie's next transaction is refused by the broker: fatal, fenced.

@@ -26,13 +26,13 @@ struct SendEffectStageTests {
             let bootstrap = try #require(TestBrokerEnvironment.bootstrap, "FLEET_KAFKA_BOOTSTRAP must be set (scripts/broker start)")
             let suffix = UUID().uuidString.prefix(8).lowercased()
             let broker = Broker(bootstrap: bootstrap, attempts: "sender-attempts-\(suffix)", inbox: "sender-inbox-\(suffix)")
-            let admin = try KafkaAdmin(configuration: KafkaConfiguration(bootstrapServers: bootstrap))
+            let admin = try KafkaAdmin(configuration: KafkaConfiguration(bootstrapServers: bootstrap), logger: .tests)
             try await admin.createTopics([broker.attempts, broker.inbox, broker.attempts + ".dlq"].map { NewTopic(name: $0, partitions: 2) })
             return broker
         }
 
         func delete() async {
-            let admin = try? KafkaAdmin(configuration: KafkaConfiguration(bootstrapServers: bootstrap))
+            let admin = try? KafkaAdmin(configuration: KafkaConfiguration(bootstrapServers: bootstrap), logger: .tests)
             try? await admin?.deleteTopics([attempts, inbox, attempts + ".dlq"])
         }
 
@@ -59,7 +59,7 @@ struct SendEffectStageTests {
         }
 
         func produce(_ records: [(key: String, value: [UInt8])]) async throws {
-            let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap))
+            let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap), logger: .tests)
             _ = try await producer.send(records.map { ProducerRecord(topic: attempts, key: Array($0.key.utf8), value: $0.value) })
             await producer.close()
         }
@@ -68,7 +68,7 @@ struct SendEffectStageTests {
         func read(_ topic: String, count: Int) async throws -> [KafkaMessage] {
             var configuration = consumer("reader-" + UUID().uuidString.prefix(8).lowercased())
             configuration.isolationLevel = .readCommitted
-            let reader = try KafkaConsumer(configuration: configuration)
+            let reader = try KafkaConsumer(configuration: configuration, logger: .tests)
             try reader.subscribe(topics: [topic])
             let messages = try await reader.collect(count: count, timeout: .seconds(30))
             await reader.close()

@@ -90,7 +90,7 @@ public struct DeadLetterTool: Sendable {
         guard !plan.copies.isEmpty else { return outcome }
         let producer: KafkaProducer
         do {
-            producer = try KafkaProducer(configuration: reader.configuration)
+            producer = try KafkaProducer(configuration: reader.configuration, logger: reader.logger)
         } catch {
             outcome.failure = "cannot create a producer: \(error)"
             return outcome

@@ -17,7 +17,7 @@ public enum Explainer {
     public static func explain(
         user: String, window: TimeWindow, profile: PolicyProfile, reader: FleetTopicReader
     ) async throws -> UserTimeline {
-        let registry = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace)
+        let registry = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace, logger: reader.logger)
         let log = try await UserLog.read(
             user: user, from: reader, generations: registry.entry(for: .delivery).generation, since: window.since,
             profile: profile)

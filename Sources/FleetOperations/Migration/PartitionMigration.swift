@@ -4,6 +4,7 @@ import SenderCore
 public import FleetModel
 public import FleetWorkers
 public import Kafka
+public import Logging
 import UpstreamProcessors
 
 /// `fleetctl partitions migrate`: moves a worker that owns its log to a new generation of its
@@ -47,11 +48,14 @@ public struct PartitionMigration: Sendable {
     /// generation (or wait for an agreed moment) before the worker folds it. Deliveries of the
     /// worker wait until the command runs again without it, which activates and verifies.
     public var holdBeforeActivation: Bool
+    /// Gets the clients' lines (librdkafka's included): the tool's logger.
+    public var logger: Logger
 
     public init(
         worker: Worker, partitions: Int, configuration: KafkaConfiguration, namespace: TopicNamespace, groupId: String,
-        replicationFactor: Int32 = -1, waitTimeout: Duration = .seconds(600), holdBeforeActivation: Bool = false
+        replicationFactor: Int32 = -1, waitTimeout: Duration = .seconds(600), holdBeforeActivation: Bool = false, logger: Logger
     ) {
+        self.logger = logger
         self.holdBeforeActivation = holdBeforeActivation
         self.worker = worker
         self.partitions = partitions
@@ -92,9 +96,9 @@ public struct PartitionMigration: Sendable {
             throw MigrationError(description: "\(worker.rawValue) cannot migrate (\(worker.whyNotMigrating)): only \(Worker.allCases.filter(\.migrates).map(\.rawValue).joined(separator: ", ")) can")
         }
         guard partitions > 0 else { throw MigrationError(description: "--to must be at least 1") }
-        let map = try await GenerationRegistry.read(configuration: configuration, namespace: namespace)
+        let map = try await GenerationRegistry.read(configuration: configuration, namespace: namespace, logger: logger)
         let current = map.entry(for: worker)
-        let admin = try KafkaAdmin(configuration: configuration)
+        let admin = try KafkaAdmin(configuration: configuration, logger: logger)
 
         let target: GenerationEntry
         let from: GenerationEntry
@@ -151,15 +155,15 @@ public struct PartitionMigration: Sendable {
         let plan = try await plan()
         report(plan.description)
         let target = plan.target
-        let producer = try KafkaProducer(configuration: configuration)
+        let producer = try KafkaProducer(configuration: configuration, logger: logger)
         let outcome: Outcome
         do {
             if plan.from == plan.target {
                 // Already on the asked count: finish an interrupted history copy, then check.
                 if target.generation > 1 {
-                    let reader = FleetTopicReader(configuration: configuration, namespace: namespace)
+                    let reader = FleetTopicReader(configuration: configuration, namespace: namespace, logger: logger)
                     let old = worker.topics(generation: target.generation - 1)
-                    let oldCount = try await partitionCount(of: old.log, admin: try KafkaAdmin(configuration: configuration))
+                    let oldCount = try await partitionCount(of: old.log, admin: try KafkaAdmin(configuration: configuration, logger: logger))
                     let cuts = try await waitForCuts(old: old, generation: target.generation, count: oldCount, reader: reader, report: report)
                     try await copyHistory(old: old, new: worker.topics(generation: target.generation), cuts: cuts, reader: reader, producer: producer, report: report)
                 }
@@ -178,7 +182,7 @@ public struct PartitionMigration: Sendable {
 
     private func run(_ plan: Plan, producer: KafkaProducer, report: @Sendable (String) -> Void) async throws -> Outcome {
         let target = plan.target
-        let admin = try KafkaAdmin(configuration: configuration)
+        let admin = try KafkaAdmin(configuration: configuration, logger: logger)
         // 1. create
         let specs = Topics.generationSpecs(of: worker, generation: target.generation)
         try await admin.createTopics(specs.map {
@@ -202,7 +206,7 @@ public struct PartitionMigration: Sendable {
 
         // 3. drain
         let old = worker.topics(generation: target.generation - 1)
-        let reader = FleetTopicReader(configuration: configuration, namespace: namespace)
+        let reader = FleetTopicReader(configuration: configuration, namespace: namespace, logger: logger)
         let cuts = try await waitForCuts(old: old, generation: target.generation, count: plan.fromPartitions, reader: reader, report: report)
         report("every old partition is cut: \(cuts.sorted { $0.key < $1.key }.map { "\($0.key)@\($0.value)" }.joined(separator: " "))")
 
@@ -334,13 +338,13 @@ public struct PartitionMigration: Sendable {
     }
 
     private func verify(generation: Int, expectedUsers: Int?, report: @Sendable (String) -> Void) async throws {
-        let map = try await GenerationRegistry.read(configuration: configuration, namespace: namespace)
+        let map = try await GenerationRegistry.read(configuration: configuration, namespace: namespace, logger: logger)
         let entry = map.entry(for: worker)
         guard entry.generation == generation, entry.phase == .active else {
             throw MigrationError(description: "the registry says \(worker.rawValue) is on generation \(entry.generation) (\(entry.phase.rawValue)), not \(generation) active")
         }
         let topics = worker.topics(generation: generation)
-        let admin = try KafkaAdmin(configuration: configuration)
+        let admin = try KafkaAdmin(configuration: configuration, logger: logger)
         let layout = TopicLayout(worker: worker, namespace: namespace, generations: map)
         let counts = try await admin.partitionCounts(topics: layout.required.map(namespace.physical))
         let count: Int
@@ -349,7 +353,7 @@ public struct PartitionMigration: Sendable {
 
         if let expectedUsers {
             // Streamed: the users' keys are kept, not the records.
-            let reader = FleetTopicReader(configuration: configuration, namespace: namespace)
+            let reader = FleetTopicReader(configuration: configuration, namespace: namespace, logger: logger)
             var migrated = Set<String>()
             try await reader.stream(try await reader.beginnings(of: [topics.state])) { message in
                 guard message.header(ChangelogRecords.kindHeader).map({ String(decoding: $0, as: UTF8.self) }) == ChangelogRecords.Kind.state.rawValue,
@@ -366,7 +370,7 @@ public struct PartitionMigration: Sendable {
         // nothing yet have nothing to commit.
         var groupConfiguration = configuration
         groupConfiguration["group.id"] = groupId
-        let consumer = try KafkaConsumer(configuration: groupConfiguration)
+        let consumer = try KafkaConsumer(configuration: groupConfiguration, logger: logger)
         do {
             try await waitForCommits(consumer: consumer, log: namespace.physical(topics.log), count: count, generation: generation, report: report)
         } catch {

@@ -60,7 +60,7 @@ extension WorkerTopics {
     /// The topics of `worker` in `generation`, or (nil) in the generation the registry names;
     /// reads the registry either way for the delivery inbox's generations.
     public static func resolve(worker: Worker, generation: Int?, reader: FleetTopicReader) async throws -> WorkerTopics {
-        let registry = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace)
+        let registry = try await GenerationRegistry.read(configuration: reader.configuration, namespace: reader.namespace, logger: reader.logger)
         var topics = WorkerTopics(worker: worker, registry: registry)
         if let generation { topics.generation = max(1, generation) }
         return topics

@@ -1,6 +1,7 @@
 import Foundation
 public import FleetModel
 public import Kafka
+public import Logging
 
 /// Which generation of its topics each worker runs on, and where a partition migration stands
 /// (see `TopicGenerations` in FleetModel and `fleetctl partitions migrate`).
@@ -72,15 +73,15 @@ public enum GenerationRegistry {
     /// registry topic means no worker ever migrated. A caller that keeps an admin client (a
     /// worker's periodic check) passes it instead of having one made per read.
     public static func read(
-        configuration: KafkaConfiguration, namespace: TopicNamespace, admin: KafkaAdmin? = nil
+        configuration: KafkaConfiguration, namespace: TopicNamespace, admin: KafkaAdmin? = nil, logger: Logger
     ) async throws -> GenerationMap {
         let topic = namespace.physical(Topics.generations)
-        let admin = try admin ?? KafkaAdmin(configuration: configuration)
+        let admin = try admin ?? KafkaAdmin(configuration: configuration, logger: logger)
         let counts = try await admin.partitionCounts(topics: [topic])
         guard let count = counts[topic], count > 0 else { return GenerationMap() }
         let messages = try await KafkaConsumer.readToEnd(
             [TopicPartition(topic, 0): KafkaConsumer.beginning], configuration: configuration,
-            groupId: "fleet-generations-reader", settle: .milliseconds(200), timeout: .seconds(60))
+            groupId: "fleet-generations-reader", settle: .milliseconds(200), timeout: .seconds(60), logger: logger)
         return try map(of: messages)
     }
 

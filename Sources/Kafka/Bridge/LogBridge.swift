@@ -5,25 +5,28 @@ import Logging
 /// instead of printed raw on standard error.
 ///
 /// librdkafka calls a client's `log_cb` from its internal threads (broker and main threads) as
-/// well as from the thread that calls into it, so the callback keeps no state of its own: it
-/// builds a `Logger` (a value; swift-log's handlers are safe to use from any thread) and logs
-/// one line. A C callback cannot capture context, and the handle's opaque already belongs to
-/// the client's other callbacks, so the label is fixed: `librdkafka`, with the client's name
-/// and librdkafka's facility as metadata.
+/// well as from the thread that calls into it. A C callback cannot capture context, so the line
+/// goes to the logger of the client's `ClientContext`, reached through the handle's opaque: the
+/// logger the client's creator passed in, like every other line about that client. The source
+/// is `librdkafka`, with the client's name and librdkafka's facility as metadata.
 enum LogBridge {
-    /// The logger's label for every librdkafka line.
-    static let label = "librdkafka"
+    /// The source of every librdkafka line.
+    static let source = "librdkafka"
 
-    /// Installs the bridge on `conf` (before `rd_kafka_new`, which takes the conf).
+    /// Installs the bridge on `conf` (before `rd_kafka_new`, which takes the conf), whose opaque
+    /// is a `ClientContext`.
     static func install(on conf: OpaquePointer) {
         rd_kafka_conf_set_log_cb(conf) { rk, level, facility, text in
+            // librdkafka logs through a handle, so `rk` and its opaque are set; the handle is
+            // destroyed before its context (each client's deinit).
+            guard let rk, let opaque = rd_kafka_opaque(rk) else { return }
+            let logger = Unmanaged<ClientContext>.fromOpaque(opaque).takeUnretainedValue().logger
             let fac = facility.map { String(cString: $0) } ?? ""
             let message = text.map { String(cString: $0) } ?? ""
-            let client = rk.flatMap { rd_kafka_name($0) }.map { String(cString: $0) } ?? ""
-            let logger = Logger(label: LogBridge.label)
+            let client = rd_kafka_name(rk).map { String(cString: $0) } ?? ""
             logger.log(
                 level: LogBridge.level(syslog: level, facility: fac), "\(message)",
-                metadata: ["client": "\(client)", "facility": "\(fac)"])
+                metadata: ["client": "\(client)", "facility": "\(fac)"], source: LogBridge.source)
         }
     }
 

@@ -1,12 +1,23 @@
 import CRdKafka
+import Logging
 
-/// Builds an `rd_kafka_conf_t` from properties, with librdkafka's log lines routed through
-/// swift-log (`LogBridge`). The caller owns the result until it is passed to `rd_kafka_new`
-/// (which takes ownership on success only).
-func makeRdKafkaConf(_ properties: [String: String]) throws(KafkaError) -> OpaquePointer {
+/// What librdkafka's callbacks reach through a client handle's opaque: at least the logger that
+/// librdkafka's own lines about the client go to (`LogBridge`). A client whose other callbacks
+/// need more subclasses it. The client keeps its context alive for as long as its handle.
+class ClientContext: @unchecked Sendable {  // immutable here; subclasses are Sendable themselves
+    let logger: Logger
+    init(logger: Logger) { self.logger = logger }
+}
+
+/// Builds an `rd_kafka_conf_t` from properties, with `context` as the handle's opaque and
+/// librdkafka's log lines routed through swift-log to its logger (`LogBridge`). The caller owns
+/// the result until it is passed to `rd_kafka_new` (which takes ownership on success only), and
+/// keeps `context` alive as long as the handle.
+func makeRdKafkaConf(_ properties: [String: String], context: ClientContext) throws(KafkaError) -> OpaquePointer {
     guard let conf = rd_kafka_conf_new() else {
         throw KafkaError(RD_KAFKA_RESP_ERR__FAIL, detail: "rd_kafka_conf_new failed")
     }
+    rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(context).toOpaque())
     LogBridge.install(on: conf)
     var errstr = [CChar](repeating: 0, count: 512)
     for (name, value) in properties.sorted(by: { $0.key < $1.key }) {

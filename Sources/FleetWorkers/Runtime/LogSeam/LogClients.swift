@@ -36,7 +36,7 @@ public struct KafkaLogClients: LogClients {
     }
 
     public func makeAdmin() throws -> any LogAdmin {
-        try KafkaAdmin(configuration: settings.producerConfiguration)
+        try KafkaAdmin(configuration: settings.producerConfiguration, logger: logger)
     }
 
     public func makeConsumer() throws -> any LogConsumer {
@@ -57,6 +57,6 @@ public struct KafkaLogClients: LogClients {
 
     public func readToEnd(_ offsets: [TopicPartition: Int64], purpose: String) async throws -> [KafkaMessage] {
         try await KafkaConsumer.readToEnd(
-            offsets, configuration: settings.producerConfiguration, groupId: purpose, settle: .milliseconds(200), timeout: .seconds(60))
+            offsets, configuration: settings.producerConfiguration, groupId: purpose, settle: .milliseconds(200), timeout: .seconds(60), logger: logger)
     }
 }
