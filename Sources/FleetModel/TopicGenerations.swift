@@ -66,12 +66,18 @@ extension Topics {
 
     /// The generation-1 name of `topic` and its generation: `rin.delivery.inbox.g2` →
     /// (`rin.delivery.inbox`, 2); a name without a generation suffix is generation 1.
+    ///
+    /// Read on every input record (the record's topic is checked against its allowed types), so
+    /// it works on UTF-8 bytes: the `Character` view's grapheme breaking cost ~4 000
+    /// instructions a call.
     public static func generationBase(of topic: String) -> (base: String, generation: Int) {
-        guard let dot = topic.lastIndex(of: "."), topic[topic.index(after: dot)...].first == "g",
-              let generation = Int(topic[topic.index(dot, offsetBy: 2)...]), generation >= 2,
-              topic[topic.index(dot, offsetBy: 2)...].allSatisfy(\.isASCII)
-        else { return (topic, 1) }
-        return (String(topic[..<dot]), generation)
+        let bytes = topic.utf8
+        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")) else { return (topic, 1) }
+        let suffix = bytes[bytes.index(after: dot)...]
+        guard suffix.first == UInt8(ascii: "g") else { return (topic, 1) }
+        let number = suffix.dropFirst()
+        guard number.allSatisfy({ $0 < 0x80 }), let generation = Int(Substring(number)), generation >= 2 else { return (topic, 1) }
+        return (String(Substring(bytes[..<dot])), generation)
     }
 
     /// The topics one generation ≥ 2 of `worker` consists of, with their roles and configs: its

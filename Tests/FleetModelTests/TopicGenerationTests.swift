@@ -17,6 +17,30 @@ struct TopicGenerationTests {
         #expect(Topics.generationBase(of: "x.g1") == ("x.g1", 1))
     }
 
+    /// `generationBase` reads UTF-8 bytes for speed; it answers what the `Character`-based
+    /// reading it replaced answers, on every suffix shape: signs, empty numbers, non-ASCII
+    /// digits, combining marks after the dot, several dots.
+    @Test("generationBase on bytes answers as the Character-based reading does")
+    func generationBaseMatchesTheCharacterReading() {
+        func reference(_ topic: String) -> (base: String, generation: Int) {
+            guard let dot = topic.lastIndex(of: "."), topic[topic.index(after: dot)...].first == "g",
+                  let generation = Int(topic[topic.index(dot, offsetBy: 2)...]), generation >= 2,
+                  topic[topic.index(dot, offsetBy: 2)...].allSatisfy(\.isASCII)
+            else { return (topic, 1) }
+            return (String(topic[..<dot]), generation)
+        }
+        let bases = ["", "rin.delivery.inbox", "a", "é.x", "x.", ".", "x..", "x.gé"]
+        let suffixes = ["", ".g", ".g2", ".g12", ".g1", ".g0", ".g-3", ".g+5", ".g٣", ".g2x", ".G2", ".gold", ".g2.dlq", ".g\u{301}2",
+                        ".\u{301}g2", ".g99999999999999999999", ".g 2"]
+        for base in bases {
+            for suffix in suffixes {
+                let topic = base + suffix
+                let (expected, actual) = (reference(topic), Topics.generationBase(of: topic))
+                #expect(actual == expected, "\(topic.debugDescription): \(actual) != \(expected)")
+            }
+        }
+    }
+
     @Test("only workers that own their log can migrate, the sender included; their generation specs copy the first generation's configs")
     func specs() {
         #expect(Worker.allCases.filter(\.ownsItsLog) == [.reminder, .delivery, .sender])
