@@ -37,7 +37,9 @@ struct FleetctlErrorTests {
             #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
             #expect(result.stderr.contains(usage), "\(arguments): \(result.stderr)")
             #expect(!result.stderr.contains("Usage: fleetctl <subcommand>"), "\(arguments): \(result.stderr)")
-            #expect(clock.now - start < .seconds(1), "\(arguments) took \(clock.now - start)")
+            // Far below any broker wait (--timeout defaults to 30 s); a loaded CI machine once took
+            // 1.01 s to run the process, so the bound is not the usual time.
+            #expect(clock.now - start < .seconds(10), "\(arguments) took \(clock.now - start)")
         }
     }
 

@@ -10,7 +10,7 @@ import Testing
 /// stand-in APNs: the server's stream limit is kept, a connection the server sends GOAWAY on or
 /// loses is replaced, and only a server with a certificate from the configured CA is talked to
 /// (issue 17, "Providers, real protocols"; the sender's connection pool and concurrent streams).
-@Suite(.timeLimit(.minutes(2))) struct APNsConnectionTests {
+@Suite(.timeLimit(.minutes(6))) struct APNsConnectionTests {
     /// An APNs stand-in on its own server, and an effect configured for it.
     struct Setup {
         let authority: TestCertificateAuthority

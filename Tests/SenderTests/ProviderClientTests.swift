@@ -10,7 +10,7 @@ import Testing
 /// The provider clients against stand-ins that speak the real protocols (TLS + HTTP/2, ES256
 /// provider JWT, OAuth2 with an RS256 assertion, Idempotency-Key), and what each answer
 /// becomes (issue 17, "What each answer means").
-@Suite(.timeLimit(.minutes(2))) struct ProviderClientTests {
+@Suite(.timeLimit(.minutes(6))) struct ProviderClientTests {
     static func attempt(
         _ provider: SendProvider, token: String, id: String = "d1~push~phone~1", body: String = "Keep your streak!",
         refresh: Bool = false
@@ -187,7 +187,7 @@ import Testing
 }
 
 /// The effect's metrics, as Prometheus serves them (issue 17, "Operations").
-@Suite(.timeLimit(.minutes(2))) struct SenderMetricsTests {
+@Suite(.timeLimit(.minutes(6))) struct SenderMetricsTests {
     @Test func callsAreCountedByProviderAndOutcomeWithTheirLatency() async throws {
         try await ProviderFakes.with { fakes in
             let registry = PrometheusCollectorRegistry()

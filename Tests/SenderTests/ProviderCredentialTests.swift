@@ -16,7 +16,7 @@ final class ManualClock: Sendable {
 
 /// The provider JWTs signed with jwt-kit (issue 17 "Providers, real protocols"): who can verify
 /// them, when the APNs provider token is renewed, how long an FCM access token is kept.
-@Suite(.timeLimit(.minutes(2))) struct ProviderCredentialTests {
+@Suite(.timeLimit(.minutes(6))) struct ProviderCredentialTests {
     static let start = Date(timeIntervalSince1970: 1_795_000_000)
 
     static func apnsSettings(_ fake: FakeAPNs, lifetime: TimeInterval = 40 * 60) -> ProviderSettings.APNs {

@@ -10,7 +10,7 @@ import Testing
 /// process) as a process: it writes its CA, keys and `sender.env`, and the sender's client,
 /// configured from nothing but those files, sends a push on each platform and an email through
 /// it; a signing key it did not issue is refused; SIGTERM stops it with status 0.
-@Suite(.timeLimit(.minutes(2))) struct ProviderFakesProcessTests {
+@Suite(.timeLimit(.minutes(6))) struct ProviderFakesProcessTests {
     static func executable() throws -> URL {
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         let candidates = [directory, directory.deletingLastPathComponent()].map { $0.appendingPathComponent("provider-fakes") }

@@ -9,7 +9,7 @@ import Testing
 /// performed against the stand-in providers and its answer folded back, as the worker does
 /// through its inbox (issue 17 scenarios: retry then success, dead token, multi-device,
 /// fallback to email).
-@Suite(.timeLimit(.minutes(2))) struct SenderLoopTests {
+@Suite(.timeLimit(.minutes(6))) struct SenderLoopTests {
     typealias H = SenderHarness
 
     /// Performs the attempts emitted since `from` and folds their answers, until none is new.
