@@ -25,7 +25,7 @@ struct PartitionMigrationTests {
     static let firstPostCutWave = 3 + 1
 
     @Test("4 → 8 partitions mid-traffic: same decisions and deliveries as a run that never migrated (P-BUD-1, P-DND-1, P-IDEM-1)",
-          .timeLimit(.minutes(6)))
+          .timeLimit(.minutes(10)))
     func migrateMidTraffic() async throws {
         let traffic = CrashTraffic.make(seed: 0x5EED_3167, partitions: Self.before, usersPerPartition: 8, waveCount: 7)
         print("partition migration: \(traffic.users.count) users, \(traffic.waves.count) waves, \(traffic.recordCount) input records")

@@ -76,7 +76,15 @@ extension ConsumerGroupTests {
             try consumer.subscribe(topics: [topics[0]], pauseNewlyAssigned: true) { event in
                 if event.kind == .assigned { _ = assigned.append(event.partitions.map { KafkaMessage(topic: $0.topic, partition: $0.partition, offset: -1, key: nil, value: nil, timestamp: nil, timestampType: nil) }) }
             }
-            let whilePaused = try await TestBroker.collect(consumer, count: 1, timeout: .seconds(3))
+            // The consumer polls (and so joins) only while a task waits for messages: wait until
+            // the assignment arrived (a starved CI pool once took more than 3 s to get there),
+            // then a little longer; nothing may arrive meanwhile.
+            var whilePaused: [KafkaMessage] = []
+            let deadline = ContinuousClock.now + .seconds(90)
+            while assigned.messages.count < 2 && ContinuousClock.now < deadline {
+                whilePaused += try await TestBroker.collect(consumer, count: 1, timeout: .seconds(1))
+            }
+            whilePaused += try await TestBroker.collect(consumer, count: 1, timeout: .seconds(2))
             #expect(whilePaused.isEmpty)
             let partitions = assigned.messages.map(\.topicPartition)
             #expect(partitions.count == 2)
