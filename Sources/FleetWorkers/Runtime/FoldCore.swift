@@ -79,13 +79,9 @@ actor FoldCore<P: UserProcessor> {
     /// instead of restoring when its partition's committed offset is still the one it reached
     /// (nobody folded it meanwhile), so a rebalance restores only the partitions that moved.
     private var parked: [Int32: (fold: PartitionFold<P>, nextOffset: Int64?)] = [:]
-    /// A sealed unit on its way to the broker, at most one at a time.
-    /// The unit being shipped: its outcome, handed over by the shipping task.
-    private struct Flight {
-        var outcome: Handoff<ShipmentOutcome>
-    }
-
-    private var flight: Flight?
+    /// A sealed unit on its way to the broker, at most one at a time: its outcome, handed over
+    /// by the shipping task.
+    private var flight: Handoff<ShipmentOutcome>?
     /// How this run's units go to the broker.
     private let shipment: UnitShipment
 
@@ -581,7 +577,7 @@ actor FoldCore<P: UserProcessor> {
     /// lanes fold on meanwhile; only landing a failed unit stops them (the rewind).
     func commitIfDue(now: ContinuousClock.Instant) async throws(WorkerStopped) {
         if let flight {
-            guard flight.outcome.isFulfilled else { return }
+            guard flight.isFulfilled else { return }
             try await land()
         }
         if let fatal { throw fatal }
@@ -605,7 +601,7 @@ actor FoldCore<P: UserProcessor> {
             let shipped: ShipmentOutcome = await shipment.ship(ingest: ingest, parts: parts)
             outcome.fulfil(shipped)
         }
-        flight = Flight(outcome: outcome)
+        flight = outcome
     }
 
     /// Waits for the unit in flight and applies its outcome: offsets and counters on success; a
@@ -613,7 +609,7 @@ actor FoldCore<P: UserProcessor> {
     private func land() async throws(WorkerStopped) {
         guard let current = flight else { return }
         flight = nil
-        let outcome = await current.outcome.value
+        let outcome = await current.value
         switch outcome {
         case .empty:
             return
@@ -641,7 +637,7 @@ actor FoldCore<P: UserProcessor> {
     private func abandonFlight() async {
         guard let current = flight else { return }
         flight = nil
-        if case .stopped(let stopped) = await current.outcome.value { fatal = stopped }
+        if case .stopped(let stopped) = await current.value { fatal = stopped }
     }
 
     /// Active lanes in partition order.
