@@ -21,6 +21,14 @@ enum ChildExit {
             case .signalled(let signal): "signal \(signal)"
             }
         }
+
+        /// The status as a shell reports it: the exit code, or 128 + the signal.
+        var shellStatus: Int32 {
+            switch self {
+            case .exited(let status): status
+            case .signalled(let signal): 128 + signal
+            }
+        }
     }
 
     struct StillRunning: Error, CustomStringConvertible {
@@ -38,9 +46,9 @@ enum ChildExit {
     /// Cancellable: a test's time limit ends the wait (and kills the child).
     static func termination(of process: Process, within limit: Duration) async throws -> Termination {
         let deadline = ContinuousClock.now + limit
-        var zombieSince: ContinuousClock.Instant?
+        var unnoticedSince: ContinuousClock.Instant?
         while true {
-            if let ended = try ended(process, zombieSince: &zombieSince) { return ended }
+            if let ended = try ended(process, unnoticedSince: &unnoticedSince) { return ended }
             if ContinuousClock.now >= deadline || Task.isCancelled {
                 kill(process.processIdentifier, SIGKILL)
                 if Task.isCancelled { throw CancellationError() }
@@ -66,20 +74,26 @@ enum ChildExit {
         return false
     }
 
-    /// The child's end if it has ended: Foundation's record when it has one; once the kernel has
-    /// shown the child as a zombie for a second without Foundation noticing, the status reaped
-    /// here.
-    private static func ended(_ process: Process, zombieSince: inout ContinuousClock.Instant?) throws -> Termination? {
+    /// The child's end if it has ended: Foundation's record when it has one. Once the kernel
+    /// has shown the child ended for a while without Foundation noticing: a zombie's status
+    /// reaped here (after a second), or `Vanished` for a child reaped without a record (after
+    /// two: Foundation records the status right after it reaps). Never sleeps: the caller polls.
+    private static func ended(_ process: Process, unnoticedSince: inout ContinuousClock.Instant?) throws -> Termination? {
         if !process.isRunning { return recorded(process) }
         let pid = process.processIdentifier
-        switch kernelState(pid) {
+        let state = kernelState(pid)
+        guard state != .alive else {
+            unnoticedSince = nil
+            return nil
+        }
+        let since = unnoticedSince ?? ContinuousClock.now
+        unnoticedSince = since
+        let unnoticed = ContinuousClock.now - since
+        switch state {
         case .alive:
-            zombieSince = nil
             return nil
         case .zombie:
-            let since = zombieSince ?? ContinuousClock.now
-            zombieSince = since
-            guard ContinuousClock.now - since >= .seconds(1) else { return nil }
+            guard unnoticed >= .seconds(1) else { return nil }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
                 // The wait status's layout (the C macros do not reach Swift): low 7 bits the
@@ -89,10 +103,8 @@ enum ChildExit {
             }
             return process.isRunning ? nil : recorded(process)
         case .gone:
-            // Reaped by Foundation, which records the status right after: give it a moment.
-            for _ in 0..<200 where process.isRunning { usleep(10_000) }
-            guard !process.isRunning else { throw Vanished(pid: pid) }
-            return recorded(process)
+            guard unnoticed >= .seconds(2) else { return nil }
+            throw Vanished(pid: pid)
         }
     }
 

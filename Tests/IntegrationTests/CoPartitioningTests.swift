@@ -19,15 +19,12 @@ struct CoPartitioningTests {
         process.environment = fleet.environment(for: .delivery)
         let errors = Pipe()
         process.standardError = errors
-        let started = ContinuousClock.now
         try process.run()
         defer { if process.isRunning { process.terminate() } }
-        while process.isRunning && ContinuousClock.now - started < limit {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        try #require(!process.isRunning, "the worker still runs \(limit) after start on topics it must refuse")
+        let ended = try? await ChildExit.termination(of: process, within: limit)
+        let termination = try #require(ended, "the worker still runs \(limit) after start on topics it must refuse")
         let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, stderr)
+        return (termination.shellStatus, stderr)
     }
 
     /// A namespace with only the delivery worker's own topics, at the given counts.

@@ -167,10 +167,7 @@ struct PartitionMigrationTests {
         try process.run()
         try? outHandle.close()
         try? errHandle.close()
-        let status: Int32 = switch try await ChildExit.termination(of: process, within: limit) {
-        case .exited(let code): code
-        case .signalled(let signal): 128 + signal
-        }
+        let status = try await ChildExit.termination(of: process, within: limit).shellStatus
         return (status, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
     }
 }

@@ -33,10 +33,9 @@ struct ShutdownTests {
         #expect(try await fleet.records(Topics.decisions, count: 3).count == 3)
 
         kill(process.processIdentifier, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
-        #expect(!process.isRunning, "the worker did not stop within 20 s of SIGTERM")
-        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        let ended = try? await ChildExit.termination(of: process, within: .seconds(20))
+        #expect(ended != nil, "the worker did not stop within 20 s of SIGTERM")
+        #expect(ended == .exited(0))
 
         // Everything processed was committed: a restarted worker would not repeat it.
         let reader = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
