@@ -39,7 +39,9 @@ struct ProduceOrderTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("order-\(UUID().uuidString.prefix(8)).jsonl")
         try (Self.signUp + "\n" + Self.intent + "\n").write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let produced = try await FleetctlErrorTests.fleetctl(["produce", "--in-order", "--timeout", "3", file.path], fleet.environment(for: .delivery))
+        // --timeout bounds reaching the brokers too: 3 s once ran out on a fresh-clone CI pass
+        // while the suites' start starved the broker, before the commit wait it is meant for.
+        let produced = try await FleetctlErrorTests.fleetctl(["produce", "--in-order", "--timeout", "15", file.path], fleet.environment(for: .delivery))
         #expect(produced.status == 75, "\(produced.stderr)")
         #expect(produced.stderr.contains("line 1: group \(fleet.namespace.prefix)delivery-worker has not committed"), "\(produced.stderr)")
     }
