@@ -76,6 +76,7 @@ enum SecurityLatency {
         guard await waitUntil(.seconds(120), { let s = observer.snapshot; return s.isReady && s.foldedPartitions == partitions }) else {
             throw BenchmarkOptions.Invalid(description: "the worker was not ready with \(partitions) partitions within 120 s")
         }
+        try await producer.prepare(for: workload.records[...], namespace: namespace)
         if workload.burstStart > 0 {
             note("warming up with \(workload.burstStart) records")
             _ = try await producer.produce(workload.records[..<workload.burstStart], marking: [], namespace: namespace)

@@ -40,6 +40,11 @@ public final class InMemoryProducer: LogProducer {
         try log.checkAlive(instance)
     }
 
+    /// Nothing to look up in memory; a crashed instance still cannot use it.
+    public func prepare(topics: [String], timeout: Duration) async throws(KafkaError) {
+        try log.checkAlive(instance)
+    }
+
     public func initTransactions(timeout: Duration) async throws(KafkaError) {
         try log.checkAlive(instance)
         initialized.withLock { $0 = true }

@@ -91,6 +91,16 @@ public enum Worker: String, CaseIterable, Sendable, Codable {
         }
     }
 
+    /// The fleet topics the worker's fold writes its outputs to (besides its own state,
+    /// history and dead letters), as logical names before generation routing.
+    public var outputTopics: [String] {
+        switch self {
+        case .score, .sync, .reminder, .access: [Topics.deliveryInbox]
+        case .delivery: [Topics.deliveries, Topics.decisions, Topics.sections, Topics.retentionEvents]
+        case .sender: [Topics.sendAttempts, Topics.receipts]
+        }
+    }
+
     /// The logical names of `ingestSources`.
     public var ingestTopics: [String] { ingestSources.map(\.topic) }
 

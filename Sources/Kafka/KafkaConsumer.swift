@@ -145,9 +145,25 @@ public final class KafkaConsumer: Sendable {
     }
 
     /// Moves the fetch position of assigned partitions; the next message of each is at `offset`.
+    ///
+    /// `beginning` is resolved to the partition's low watermark first, so every partition lands
+    /// on a concrete offset. A logical seek starts an offset query in librdkafka, and a `resume`
+    /// while that query is out makes its answer stale; librdkafka then retries it after a
+    /// backoff, and the partition fetched nothing for ~500 ms after a seek-and-resume (the
+    /// runtime's start on a group with nothing committed). If the low watermark moves on before
+    /// the fetch, `auto.offset.reset` (earliest by default) applies as for any lost position.
     public func seek(_ offsets: [TopicPartition: Int64], timeout: Duration = .seconds(10)) async throws(KafkaError) {
         let handle = handle
         try await runBlocking("seek") { () throws(KafkaError) in
+            var offsets = offsets
+            for (partition, offset) in offsets where offset == KafkaConsumer.beginning {
+                var low: Int64 = 0
+                var high: Int64 = 0
+                try KafkaError.check(rd_kafka_query_watermark_offsets(handle.raw, partition.topic, partition.partition,
+                                                                      &low, &high, milliseconds(timeout)),
+                                     "watermarks of \(partition)")
+                offsets[partition] = low
+            }
             let list = PartitionList.make(offsets)
             defer { rd_kafka_topic_partition_list_destroy(list) }
             try KafkaError.check(rd_kafka_seek_partitions(handle.raw, list, milliseconds(timeout)))

@@ -192,6 +192,30 @@ public final class KafkaProducer: Sendable {
         rd_kafka_poll(handle.raw, 0)
     }
 
+    /// Looks up where these topics' partitions live now, so that the first `send` to each does
+    /// not wait for it. librdkafka learns a topic's partitions and leaders only when a record for
+    /// it is first enqueued: a metadata request, then connecting to each leader. A process that
+    /// sends its first record the moment it matters (an urgent notification after a start)
+    /// would otherwise pay that round trip inside the latency.
+    public func prepare(topics: [String], timeout: Duration = .seconds(10)) async throws(KafkaError) {
+        guard !topics.isEmpty else { return }
+        let handle = handle
+        try await runBlocking("prepare-topics") { () throws(KafkaError) in
+            for topic in topics {
+                // The topic object keeps the metadata the request below fills in; librdkafka
+                // holds its own reference while the topic is known.
+                guard let topicHandle = rd_kafka_topic_new(handle.raw, topic, nil) else {
+                    throw KafkaError(rd_kafka_last_error(), detail: "topic \(topic)")
+                }
+                defer { rd_kafka_topic_destroy(topicHandle) }
+                var metadata: UnsafePointer<rd_kafka_metadata>?
+                try KafkaError.check(rd_kafka_metadata(handle.raw, 0, topicHandle, &metadata, milliseconds(timeout)),
+                                     "metadata of \(topic)")
+                if let metadata { rd_kafka_metadata_destroy(metadata) }
+            }
+        }
+    }
+
     // MARK: Transactions
 
     /// Registers the transactional id with the broker and fences older instances using it.

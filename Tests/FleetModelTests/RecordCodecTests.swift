@@ -87,4 +87,18 @@ struct RecordCodecTests {
             #expect(specs.contains { $0.name == Topics.deadLetter(of: name) && $0.role == .deadLetter }, "\(name).dlq")
         }
     }
+
+    @Test("a worker's output topics are ones the fleet creates as outputs or inboxes (its producer looks them up at start)")
+    func outputTopicsAreCreated() {
+        let writable = Set(TopicSpec.all.filter { $0.role == .output || $0.role == .inbox }.map(\.name))
+        for worker in Worker.allCases {
+            #expect(!worker.outputTopics.isEmpty, "\(worker)")
+            for topic in worker.outputTopics {
+                #expect(writable.contains(topic), "\(worker): \(topic)")
+                // A worker never writes the log it folds: outputs go downstream.
+                #expect(topic != worker.foldedTopic, "\(worker): \(topic)")
+            }
+        }
+        #expect(Worker.delivery.outputTopics == [Topics.deliveries, Topics.decisions, Topics.sections, Topics.retentionEvents])
+    }
 }

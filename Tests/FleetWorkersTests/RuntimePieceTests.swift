@@ -301,6 +301,11 @@ struct RuntimePieceTests {
         #expect(eos.runtimeProducerConfiguration["transactional.id"] == "delivery-worker-delivery-worker-0")
         // Range co-partitions: partition p of every subscribed topic goes to one member.
         #expect(eos.runtimeConsumerConfiguration["partition.assignment.strategy"] == "range")
+        // A restored partition joins the next fetch only: the wait bounds how late it starts.
+        #expect(eos.runtimeConsumerConfiguration["fetch.wait.max.ms"] == "100")
+        #expect(eos.restoreConsumerConfiguration["fetch.wait.max.ms"] == "100")
+        let waiting = try WorkerSettings(worker: .delivery, environment: ["KAFKA_FETCH_WAIT_MAX_MS": "500"])
+        #expect(waiting.runtimeConsumerConfiguration["fetch.wait.max.ms"] == "500")
         #expect(eos.restoreConsumerConfiguration["group.id"] == "delivery-worker.restore")
         #expect(eos.restoreConsumerConfiguration["group.instance.id"] == nil)
         let alo = try WorkerSettings(worker: .delivery, environment: ["FLEET_GUARANTEE": "at_least_once", "FLEET_TICK_INTERVAL_MS": "0"])

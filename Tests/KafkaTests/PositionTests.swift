@@ -42,6 +42,15 @@ struct PositionTests {
             #expect(replayed.map(\.offset) == [2, 3, 4, 5, 6, 7])
             #expect(replayed.allSatisfy { $0.topicPartition == p0 })
 
+            // The runtime's start: seek a paused partition to its beginning, resume at once.
+            // (`beginning` is resolved to the low watermark; the whole partition comes again.)
+            try consumer.pause([p0])
+            try await consumer.seek([p0: KafkaConsumer.beginning])
+            try consumer.resume([p0])
+            let fromStart = try await TestBroker.collect(consumer, count: 8)
+            #expect(fromStart.map(\.offset) == Array(0..<8))
+            #expect(fromStart.allSatisfy { $0.topicPartition == p0 })
+
             try await consumer.commit([p0: 8, p1: 8])
             #expect(try await consumer.committed([p0, p1]) == [p0: 8, p1: 8])
             await consumer.close()

@@ -22,6 +22,9 @@ public protocol LogProducer: AnyObject, Sendable {
     func send(_ records: [ProducerRecord]) async throws(KafkaError) -> [DeliveryReport]
     /// Waits until every record sent is acknowledged.
     func flush(timeout: Duration) async throws(KafkaError)
+    /// Learns where these topics' partitions live before the first `send` to them, so that
+    /// the first unit after a start does not wait for it. Writes nothing.
+    func prepare(topics: [String], timeout: Duration) async throws(KafkaError)
     func initTransactions(timeout: Duration) async throws(KafkaError)
     func beginTransaction() throws(KafkaError)
     /// Adds consumed offsets (next offsets to read) to the open transaction, for `membership`.
