@@ -197,11 +197,17 @@ public final class KafkaProducer: Sendable {
     /// it is first enqueued: a metadata request, then connecting to each leader. A process that
     /// sends its first record the moment it matters (an urgent notification after a start)
     /// would otherwise pay that round trip inside the latency.
+    /// `timeout` bounds the whole call, not each topic.
     public func prepare(topics: [String], timeout: Duration = .seconds(10)) async throws(KafkaError) {
         guard !topics.isEmpty else { return }
         let handle = handle
         try await runBlocking("prepare-topics") { () throws(KafkaError) in
+            let deadline = ContinuousClock.now + timeout
             for topic in topics {
+                let remaining = deadline - ContinuousClock.now
+                guard remaining > .zero else {
+                    throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, detail: "metadata of \(topic)")
+                }
                 // The topic object keeps the metadata the request below fills in; librdkafka
                 // holds its own reference while the topic is known.
                 guard let topicHandle = rd_kafka_topic_new(handle.raw, topic, nil) else {
@@ -209,7 +215,7 @@ public final class KafkaProducer: Sendable {
                 }
                 defer { rd_kafka_topic_destroy(topicHandle) }
                 var metadata: UnsafePointer<rd_kafka_metadata>?
-                try KafkaError.check(rd_kafka_metadata(handle.raw, 0, topicHandle, &metadata, milliseconds(timeout)),
+                try KafkaError.check(rd_kafka_metadata(handle.raw, 0, topicHandle, &metadata, milliseconds(remaining)),
                                      "metadata of \(topic)")
                 if let metadata { rd_kafka_metadata_destroy(metadata) }
             }

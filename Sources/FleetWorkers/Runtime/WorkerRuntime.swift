@@ -247,7 +247,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         let topics = settings.worker.outputTopics.map { settings.topics.physical(generations.route($0)) }
             + [layout.stateTopic, layout.historyTopic, layout.foldedTopic]
         do {
-            try await producer.prepare(topics: topics, timeout: .seconds(10))
+            try await producer.prepare(topics: topics, timeout: .seconds(5))
         } catch {
             logger.warning("looking up the output topics failed; the first unit will", metadata: [
                 "topics": "\(topics)", "error": "\(error)",
