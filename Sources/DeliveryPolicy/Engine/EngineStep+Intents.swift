@@ -103,8 +103,9 @@ extension EngineStep {
         // Groups by type in order of first appearance. A batch holds one type or a few, so a
         // linear scan beats hashing into a dictionary.
         var groups: [(name: String, intents: [PendingIntent])] = []
-        if let first = intents.first, intents.allSatisfy({ $0.type == first.type }) {
-            groups = [(first.type, intents)]
+        // By index, like the loops of `decideIntents`: `allSatisfy` copied every intent.
+        if let first = intents.first?.type, intents.indices.allSatisfy({ intents[$0].type == first }) {
+            groups = [(first, intents)]
         } else {
             for intent in intents {
                 if let i = groups.firstIndex(where: { $0.name == intent.type }) {
@@ -135,8 +136,8 @@ extension EngineStep {
     /// The earliest `expiresAt` among `intents` (a loop: `compactMap(...).min()` built an array).
     static func earliestExpiry(of intents: [PendingIntent]) -> Timestamp? {
         var earliest: Timestamp?
-        for intent in intents {
-            if let at = intent.expiresAt, earliest.map({ at < $0 }) ?? true { earliest = at }
+        for i in intents.indices {  // by index: `for intent in intents` copied each intent
+            if let at = intents[i].expiresAt, earliest.map({ at < $0 }) ?? true { earliest = at }
         }
         return earliest
     }

@@ -64,9 +64,12 @@ extension EngineStep {
 
     private mutating func decideIntents(_ candidate: consuming Candidate) -> Candidate? {
         let wasDeferred = candidate.phase == .deferred
+        // Every check over the window's intents reads them by index: `filter`, `allSatisfy` and
+        // `for intent in intents` handed each intent over as a copy (a retain and a release of
+        // its id, type and data), and nearly always to find nothing.
         // P-EXP-1: whatever reached its expiry while held is suppressed.
-        let expired = candidate.intents.filter { ($0.expiresAt.map { $0 <= now }) ?? false }
-        if !expired.isEmpty {
+        if candidate.intents.indices.contains(where: { candidate.intents[$0].expiresAt.map { $0 <= now } ?? false }) {
+            let expired = candidate.intents.filter { ($0.expiresAt.map { $0 <= now }) ?? false }
             candidate.intents.removeAll { ($0.expiresAt.map { $0 <= now }) ?? false }
             settle(expired, .suppressed, Verdict(reason: "expired", rule: "P-EXP-1"), notificationId: nil)
         }
@@ -74,8 +77,8 @@ extension EngineStep {
 
         // A replay under another profile may hold types that profile does not know.
         var lookup = CatalogLookup(prepared)
-        let unknown = candidate.intents.filter { lookup($0.type) == nil }
-        if !unknown.isEmpty {
+        if candidate.intents.indices.contains(where: { lookup(candidate.intents[$0].type) == nil }) {
+            let unknown = candidate.intents.filter { prepared.catalog[$0.type] == nil }
             candidate.intents.removeAll { prepared.catalog[$0.type] == nil }
             settle(unknown, .suppressed, Verdict(reason: "not_in_catalog", rule: "P-CAT-1"), notificationId: nil)
             guard !candidate.intents.isEmpty else { return nil }
@@ -86,7 +89,7 @@ extension EngineStep {
         guard let entry = primaryType(of: candidate.intents) else { return nil }
         let typeName = entry.type.name
         // A window nearly always holds one type: then no filtering (and no new arrays) is needed.
-        let homogeneous = candidate.intents.allSatisfy { $0.type == typeName }
+        let homogeneous = candidate.intents.indices.allSatisfy { candidate.intents[$0].type == typeName }
         let primary = homogeneous ? candidate.intents : candidate.intents.filter { $0.type == typeName }
         let others = homogeneous ? [] : candidate.intents.filter { $0.type != typeName }
 
@@ -149,15 +152,15 @@ extension EngineStep {
         let (reason, rule) =
             exemptFromQuietHours ? ("scheduled_by_user", "P-DND-1")
             : wasDeferred ? ("quiet_hours_ended", "P-DND-1") : ("within_budget", "P-BUD-1")
-        for (i, intent) in primary.enumerated() {
+        for i in primary.indices {
             if i == 0 {
-                emitDecision(intent.id, .delivered, reason: reason, rule: rule, notificationId: candidate.notificationId)
+                emitDecision(primary[i].id, .delivered, reason: reason, rule: rule, notificationId: candidate.notificationId)
             } else {
-                emitDecision(intent.id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
+                emitDecision(primary[i].id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
             }
         }
-        for intent in others {
-            emitDecision(intent.id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
+        for i in others.indices {
+            emitDecision(others[i].id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
         }
         if !others.isEmpty { emitSectionItems(for: others, reason: "merged") }
         recordDelivery(entry, bodyHash: bodyHash)
@@ -215,8 +218,10 @@ extension EngineStep {
 
     private mutating func deferred(_ candidate: consuming Candidate, until end: Timestamp) -> Candidate {
         if candidate.until != end {
-            for intent in candidate.intents {
-                emitDecision(intent.id, .deferred, reason: "quiet_hours", rule: "P-DND-1", notificationId: candidate.notificationId, until: end)
+            for i in candidate.intents.indices {
+                emitDecision(
+                    candidate.intents[i].id, .deferred, reason: "quiet_hours", rule: "P-DND-1", notificationId: candidate.notificationId,
+                    until: end)
             }
         }
         candidate.phase = .deferred
@@ -315,8 +320,8 @@ extension EngineStep {
         _ intents: [PendingIntent], _ outcome: DecisionOutcome, _ verdict: Verdict, notificationId: String?,
         rendered: RenderedNotification? = nil
     ) {
-        for intent in intents {
-            emitDecision(intent.id, outcome, reason: verdict.reason, rule: verdict.rule, notificationId: notificationId)
+        for i in intents.indices {
+            emitDecision(intents[i].id, outcome, reason: verdict.reason, rule: verdict.rule, notificationId: notificationId)
         }
         emitSectionItems(for: intents, reason: verdict.reason, rendered: rendered)
         rememberTopPending(intents)
