@@ -234,16 +234,25 @@ extension EngineStep {
     /// Why moved: filtering copied each due candidate (a retain of every string and array it
     /// holds) and removing it released them again. Usually every pending candidate is due, and
     /// then the whole array is handed over.
+    ///
+    /// The due ones are counted by index (`allSatisfy` handed its predicate a copy of each
+    /// candidate), both halves get their exact room at once (appending grew them one doubling
+    /// at a time), and they are put back in order through their buffers: `Array.reverse()`
+    /// swaps through copies of the elements, a buffer's `reverse()` moves their bytes.
     private mutating func takePending(dueAt due: Timestamp) -> [Candidate] {
         var pending: [Candidate] = []
         swap(&pending, &state.pending)
-        if pending.allSatisfy({ $0.dueAt == due }) { return pending }
+        var dueCount = 0
+        for i in pending.indices where pending[i].dueAt == due { dueCount += 1 }
+        if dueCount == pending.count { return pending }
         var batch: [Candidate] = []
+        batch.reserveCapacity(dueCount)
+        state.pending.reserveCapacity(pending.count - dueCount)
         while let candidate = pending.popLast() {
             if candidate.dueAt == due { batch.append(candidate) } else { state.pending.append(candidate) }
         }
-        batch.reverse()
-        state.pending.reverse()
+        batch.withUnsafeMutableBufferPointer { $0.reverse() }
+        state.pending.withUnsafeMutableBufferPointer { $0.reverse() }
         return batch
     }
 
