@@ -124,9 +124,10 @@ extension EngineStep {
     }
 
     /// The earliest of `lapseTriggers`, without building the list (asked at the end of every step).
-    static func nextLapseTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile) -> Timestamp? {
+    /// `noAction` is the state's `noActionTrigger`, which `finish` reuses from `LapseDueMemo`
+    /// when only the last open changed.
+    static func nextLapseTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile, noAction: Timestamp?) -> Timestamp? {
         let tier = tierTrigger(state, lapse: prepared)?.at
-        let noAction = noActionTrigger(state, lapse: prepared)
         guard let tier else { return noAction }
         guard let noAction else { return tier }
         return min(tier, noAction)
@@ -149,7 +150,7 @@ extension EngineStep {
     }
 
     /// §9.1: the day "no intentional action" is due, unless already handled for this gap.
-    private static func noActionTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile) -> Timestamp? {
+    static func noActionTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile) -> Timestamp? {
         guard !state.lapse.noActionFired, let lastAction = state.lastActionAt else { return nil }
         let zone = state.zone ?? .utc
         let day = zone.localDate(at: lastAction).adding(days: prepared.profile.lapse.noActionDays)

@@ -43,8 +43,10 @@ struct EngineStep {
     mutating func finish(into state: inout DeliveryState, _ context: inout ProcessingContext) {
         let inputs = LapseDueMemo.Inputs(self.state)
         if !self.state.lapseDueMemo.holds(inputs, prepared) {
-            self.state.lapseDueAt = Self.nextLapseTrigger(self.state, lapse: prepared)
-            self.state.lapseDueMemo.record(inputs, prepared)
+            let memo = self.state.lapseDueMemo.noActionTrigger(for: inputs, prepared)
+            let noAction = memo.known ? memo.due : Self.noActionTrigger(self.state, lapse: prepared)
+            self.state.lapseDueAt = Self.nextLapseTrigger(self.state, lapse: prepared, noAction: noAction)
+            self.state.lapseDueMemo.record(inputs, prepared, noActionDue: noAction)
         }
         swap(&self.state, &state)
         swap(&self.context, &context)
