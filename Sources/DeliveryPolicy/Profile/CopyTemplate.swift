@@ -73,9 +73,11 @@ public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
             var length = 0
             var count = 0
             defer { _ = pieces[..<count].deinitialize() }
-            for segment in segments {
+            // By index: `for segment in segments` copied each segment (a retain and a release
+            // of its strings) before the piece took its own reference.
+            for i in segments.indices {
                 let piece: String
-                switch segment {
+                switch segments[i] {
                 case .text(let text): piece = text
                 case .value(let key): piece = value(key) ?? ""
                 case .plural(let key, let one, let other):
