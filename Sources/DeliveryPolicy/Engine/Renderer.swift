@@ -29,25 +29,26 @@ enum Renderer {
             variant = "one"
         case .sumCount:
             let total = intents.reduce(Int64(0)) { $0 + ($1.data.value(forKey: "count")?.intValue ?? 0) }
-            values["count"] = String(total)
+            values["count"] = decimal(total)
             subjects = addContacts(intents, to: &values)
             variant = "one"
         case .names:
             let names = strings(in: "names", of: intents, distinct: false)
             values["name"] = names.first ?? ""
-            values["others"] = String(max(0, names.count - 1))
+            values["others"] = decimal(Int64(max(0, names.count - 1)))
             subjects = max(names.count, addContacts(intents, to: &values))
             variant = names.count == 1 ? "one" : "many"
         case .scoreChange:
             guard let new = last.data.value(forKey: "new")?.intValue else { return nil }
-            values["new"] = String(new)
-            values["score"] = String(new)
+            let newText = decimal(new)
+            values["new"] = newText
+            values["score"] = newText
             if let label = last.data.value(forKey: "label")?.stringValue { values["label"] = label }
             if let old = first.data.value(forKey: "old")?.intValue {
                 let delta = new - old
                 if delta == 0 { return nil }
-                values["old"] = String(old)
-                values["delta"] = delta > 0 ? "+\(delta)" : String(delta)
+                values["old"] = decimal(old)
+                values["delta"] = decimal(delta, plusSign: delta > 0)
                 variant = delta > 0 ? "up" : "down"
             } else {
                 variant = "first"
@@ -68,7 +69,7 @@ enum Renderer {
                 values["second"] = names[1]
                 variant = "two"
             default:
-                values["others"] = String(names.count - 1)
+                values["others"] = decimal(Int64(names.count - 1))
                 variant = "many"
             }
         }
@@ -113,11 +114,36 @@ enum Renderer {
         return out
     }
 
+    /// `value` in decimal, as `String(value)` writes it (with a leading "+" when `plusSign`,
+    /// as `"+\(value)"` for a positive one).
+    ///
+    /// Why by hand: the rendered numbers (counts, scores, deltas) went through the generic
+    /// `description` path, and a signed delta through string interpolation, a few hundred
+    /// instructions each. The digits are written backwards into a small stack buffer and made
+    /// into one string; at most 21 bytes, and a small string (no allocation) up to 15.
+    static func decimal(_ value: Int64, plusSign: Bool = false) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { buffer in
+            var magnitude = value.magnitude
+            var start = buffer.count
+            repeat {
+                start -= 1
+                let (quotient, digit) = magnitude.quotientAndRemainder(dividingBy: 10)
+                buffer[start] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: digit)
+                magnitude = quotient
+            } while magnitude > 0
+            if value < 0 || plusSign {
+                start -= 1
+                buffer[start] = value < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+")
+            }
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[start...]), as: UTF8.self)
+        }
+    }
+
     /// A scalar field of `data` as text, for `{field}` placeholders; nil for null, lists and objects.
     static func placeholderText(_ value: JSONValue) -> String? {
         switch value {
         case .string(let s): s
-        case .int(let i): String(i)
+        case .int(let i): decimal(i)
         case .bool(let b): b ? "true" : "false"
         case .double(let d): d.rounded() == d && abs(d) < 1e15 ? String(Int64(d)) : String(d)
         case .null, .array, .object: nil
