@@ -369,9 +369,14 @@ extension EngineStep {
         let limits = profile.dayOne.limits.count
         updateLedger { l in
             l.delivered += 1
+            // A day's first delivery makes room for a few types at once: inserting into the
+            // empty dictionary allocated a one-slot table and the next type rehashed it into a
+            // new one. The encodings write the types sorted, so the table's size is not seen.
+            if l.byType.isEmpty { l.byType.reserveCapacity(4) }
             l.byType[name, default: 0] += 1
             if let dayOneIndex {
-                if l.dayOne.count < limits { l.dayOne += Array(repeating: 0, count: limits - l.dayOne.count) }
+                // Appended in place: `+= Array(repeating:count:)` allocated the zeros first.
+                if l.dayOne.count < limits { l.dayOne.append(contentsOf: repeatElement(0, count: limits - l.dayOne.count)) }
                 l.dayOne[dayOneIndex] += 1
             }
         }
