@@ -96,7 +96,8 @@ extension EngineStep {
             return settleGenerated(candidate, .suppressed, "quiet_week_used", "P-LAP-3")
         }
         // P-BUD-1; a digest's items stay in the smart sections they went to when digested (P-BUD-4).
-        if profile.budget.dailyLimit - ledger().delivered <= 0 {
+        openLedger()
+        if profile.budget.dailyLimit - (state.day?.delivered ?? 0) <= 0 {
             return settleGenerated(candidate, .suppressed, "daily_budget", "P-BUD-1")
         }
         emitDelivery(

@@ -238,7 +238,8 @@ extension EngineStep {
         guard let index = profile.dayOne.limits.firstIndex(where: { $0.types.contains(entry.type.name) }) else {
             return Verdict(reason: "day_one_limit", rule: "P-BUD-6")
         }
-        let used = ledger().dayOne.indices.contains(index) ? ledger().dayOne[index] : 0
+        openLedger()
+        let used = state.day.map { $0.dayOne.indices.contains(index) ? $0.dayOne[index] : 0 } ?? 0
         return used >= profile.dayOne.limits[index].max ? Verdict(reason: "day_one_limit", rule: "P-BUD-6") : nil
     }
 
@@ -247,7 +248,10 @@ extension EngineStep {
         let caps = entry.type.caps
         let name = entry.type.name
         let capped = Verdict(reason: "type_cap", rule: "P-BUD-1", volume: true)
-        if let perDay = caps.perDay, (ledger().byType.value(forKey: name) ?? 0) >= perDay { return capped }
+        if let perDay = caps.perDay {
+            openLedger()
+            if (state.day?.byType.value(forKey: name) ?? 0) >= perDay { return capped }
+        }
         if let perWeek = caps.perWeek {
             let since = now - .days(7)
             if state.recent.count(where: { $0.type == name && $0.at > since }) >= perWeek { return capped }
@@ -280,7 +284,8 @@ extension EngineStep {
 
     /// P-BUD-1 and the last-slot reservation P-BUD-3.
     private mutating func budgetVerdict(rank: Int) -> Verdict? {
-        let remaining = profile.budget.dailyLimit - ledger().delivered
+        openLedger()
+        let remaining = profile.budget.dailyLimit - (state.day?.delivered ?? 0)
         if remaining <= 0 { return Verdict(reason: "daily_budget", rule: "P-BUD-1", volume: true) }
         if remaining == 1, let excluded = profile.budget.lastSlotExcludedFromRank, rank >= excluded {
             return Verdict(reason: "budget_reserved", rule: "P-BUD-3", volume: true)
@@ -330,7 +335,8 @@ extension EngineStep {
     /// Held back by volume: into the digest once the day crossed its threshold (P-BUD-5),
     /// otherwise suppressed and remembered for a digest later that day.
     private mutating func lose(_ intents: [PendingIntent], _ verdict: Verdict, rendered: RenderedNotification? = nil) {
-        if ledger().candidates > profile.digest.whenCandidatesExceed {
+        openLedger()
+        if (state.day?.candidates ?? 0) > profile.digest.whenCandidatesExceed {
             let digestId = addToDigest(intents.map(\.id))
             settle(intents, .digested, Verdict(reason: verdict.reason, rule: "P-BUD-5"), notificationId: digestId, rendered: rendered)
         } else {

@@ -69,11 +69,12 @@ struct EngineStep {
     var inQuietMode: Bool { state.lapse.quietSince != nil }
     var isDormant: Bool { state.lapse.hasFired(.dormant) }
 
-    /// The current local day's ledger, reset when the day changes.
-    mutating func ledger() -> DayLedger {
-        let day = today
-        if state.day?.day != day { state.day = DayLedger(day: day) }
-        return state.day ?? DayLedger(day: day)
+    /// Resets the ledger when the local day changed. Callers then read the field they need in
+    /// place (`state.day?.delivered ?? 0`: the ledger is there, the default never applies);
+    /// returning the `DayLedger` copied its dictionary and arrays (a retain and a release each)
+    /// to read one number.
+    mutating func openLedger() {
+        if state.day?.day != today { state.day = DayLedger(day: today) }
     }
 
     mutating func updateLedger(_ change: (inout DayLedger) -> Void) {
