@@ -164,6 +164,9 @@ struct DayLedger: Codable, Hashable, Sendable {
 
     init(day: Int) { self.day = day }
 
+    /// `change(&self)`, so that `state.day?.apply(change)` changes the ledger in place.
+    mutating func apply(_ change: (inout DayLedger) -> Void) { change(&self) }
+
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         day = try c.decode(Int.self, forKey: .day)

@@ -77,13 +77,12 @@ struct EngineStep {
         if state.day?.day != today { state.day = DayLedger(day: today) }
     }
 
+    /// Changes the current local day's ledger (reset first when the day changed) in place,
+    /// through optional chaining: its collections stay uniquely referenced, and the ledger is
+    /// neither moved out and back nor copied.
     mutating func updateLedger(_ change: (inout DayLedger) -> Void) {
-        let day = today
-        // Moved out of the state (not copied), so `change` mutates uniquely referenced
-        // collections instead of copying them.
-        var l = state.day.take().flatMap { $0.day == day ? $0 : nil } ?? DayLedger(day: day)
-        change(&l)
-        state.day = l
+        openLedger()
+        state.day?.apply(change)
     }
 
     /// Local days since sign-up, when it is known (`user_age_days`).
