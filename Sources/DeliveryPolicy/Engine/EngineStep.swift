@@ -91,10 +91,15 @@ struct EngineStep {
     }
 
     // MARK: Outputs
+    //
+    // The record's fields are taken `consuming`: each field a record holds needs its own
+    // reference, and with borrowed parameters the optimiser retained the fields while building
+    // the record, then copied the whole record (a retain of each of them again) and destroyed
+    // the first one. Callers now hand over the one reference the record keeps.
 
     mutating func emitDecision(
-        _ intentId: String, _ outcome: DecisionOutcome, reason: String?, rule: String, notificationId: String? = nil,
-        until: Timestamp? = nil
+        _ intentId: consuming String, _ outcome: DecisionOutcome, reason: consuming String?, rule: consuming String,
+        notificationId: consuming String? = nil, until: Timestamp? = nil
     ) {
         let decision = Decision(
             id: context.nextID(), userId: userId, intentId: intentId, outcome: outcome, reason: reason,
@@ -102,19 +107,22 @@ struct EngineStep {
         context.emit(.decision(decision), to: Topics.decisions)
     }
 
-    mutating func emitDelivery(_ rendered: RenderedNotification, notificationId: String, category: String, channel: DeliveryChannel, merged: [String]) {
+    mutating func emitDelivery(
+        _ rendered: consuming RenderedNotification, notificationId: consuming String, category: consuming String,
+        channel: DeliveryChannel, merged: consuming [String]
+    ) {
         let delivery = Delivery(
             id: context.nextID(), userId: userId, notificationId: notificationId, channel: channel, notification: rendered.type,
             category: category, title: rendered.title, body: rendered.body, deepLink: rendered.deepLink, mergedIntents: merged)
         context.emit(.delivery(delivery), to: Topics.deliveries)
     }
 
-    mutating func emitSection(_ section: String, itemId: String, item: JSONObject, expiresAt: Timestamp?) {
+    mutating func emitSection(_ section: consuming String, itemId: consuming String, item: consuming JSONObject, expiresAt: Timestamp?) {
         let record = SectionItem(id: context.nextID(), userId: userId, section: section, itemId: itemId, item: item, expiresAt: expiresAt)
         context.emit(.sectionItem(record), to: Topics.sections)
     }
 
-    mutating func emitEvent(_ event: String, _ properties: JSONObject) {
+    mutating func emitEvent(_ event: consuming String, _ properties: consuming JSONObject) {
         let record = RetentionEvent(id: context.nextID(), userId: userId, event: event, properties: properties)
         context.emit(.retentionEvent(record), to: Topics.retentionEvents)
     }
