@@ -17,15 +17,18 @@ struct RenderedNotification: Hashable, Sendable {
 enum Renderer {
     /// Nil when the merged intents have nothing to say (a score that moved and came back).
     static func render(_ entry: CatalogEntry, _ intents: [PendingIntent]) -> RenderedNotification? {
-        guard let first = intents.first, let last = intents.last else { return nil }
-        var values = TemplateValues(data: first.data)
+        guard !intents.isEmpty else { return nil }
+        // The first and last intents' data, read in place: `intents.first` and `.last` copied
+        // both intents (id, type and data) to read one field of each.
+        let first = intents[0].data, last = intents[intents.count - 1].data
+        var values = TemplateValues(data: first)
         var subjects = 1
         let variant: String
         switch entry.type.merge {
         case .first:
             variant = "one"
         case .latest:
-            values = TemplateValues(data: last.data)
+            values = TemplateValues(data: last)
             variant = "one"
         case .sumCount:
             let total = intents.reduce(Int64(0)) { $0 + ($1.data.value(forKey: "count")?.intValue ?? 0) }
@@ -39,12 +42,12 @@ enum Renderer {
             subjects = max(names.count, addContacts(intents, to: &values))
             variant = names.count == 1 ? "one" : "many"
         case .scoreChange:
-            guard let new = last.data.value(forKey: "new")?.intValue else { return nil }
+            guard let new = last.value(forKey: "new")?.intValue else { return nil }
             let newText = decimal(new)
             values["new"] = newText
             values["score"] = newText
-            if let label = last.data.value(forKey: "label")?.stringValue { values["label"] = label }
-            if let old = first.data.value(forKey: "old")?.intValue {
+            if let label = last.value(forKey: "label")?.stringValue { values["label"] = label }
+            if let old = first.value(forKey: "old")?.intValue {
                 let delta = new - old
                 if delta == 0 { return nil }
                 values["old"] = decimal(old)
@@ -62,7 +65,7 @@ enum Renderer {
             subjects = names.count
             switch names.count {
             case 1:
-                let note = first.data.value(forKey: "note")?.stringValue ?? ""
+                let note = first.value(forKey: "note")?.stringValue ?? ""
                 values["note"] = note
                 variant = note.isEmpty && entry.type.copy.value(forKey: "one_without_note") != nil ? "one_without_note" : "one"
             case 2:
