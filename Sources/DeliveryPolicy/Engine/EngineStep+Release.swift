@@ -41,7 +41,10 @@ extension EngineStep {
         case .intents, .topPending:
             var best = Int.max
             var lookup = CatalogLookup(prepared)
-            for intent in candidate.intents { if let rank = lookup(intent.type)?.type.rank, rank < best { best = rank } }
+            // By index: `for intent in` copied every intent to read its type.
+            for i in candidate.intents.indices {
+                if let rank = lookup(candidate.intents[i].type)?.type.rank, rank < best { best = rank }
+            }
             return best
         case .digest:
             return profile.catalog[profile.digest.notification]?.rank ?? Int.max
@@ -174,9 +177,9 @@ extension EngineStep {
     /// over updated), else the lowest rank, then the earliest (P-COAL-1).
     private func primaryType(of intents: [PendingIntent]) -> CatalogEntry? {
         var best: CatalogEntry?
-        for intent in intents {
-            if let current = best, intent.type == current.type.name { continue }  // no lookup for the usual case
-            guard let entry = prepared.catalog[intent.type] else { continue }
+        for i in intents.indices {  // by index: `for intent in intents` copied every intent
+            if let current = best, intents[i].type == current.type.name { continue }  // no lookup for the usual case
+            guard let entry = prepared.catalog[intents[i].type] else { continue }
             guard let current = best else { best = entry; continue }
             let type = entry.type
             if type.name == current.type.name { continue }

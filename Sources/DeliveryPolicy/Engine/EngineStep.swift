@@ -137,16 +137,22 @@ struct EngineStep {
     // MARK: Housekeeping
 
     /// Drops memory that no rule can read any more, so state stays bounded.
+    ///
+    /// It runs on every step, so every test reads one field in place (`state.day?.day`,
+    /// `state.recent[0].at`): binding the element or the ledger (`if let day = state.day`)
+    /// copied it, a retain and a release of each string and collection in it, to read a number.
     mutating func prune() {
         state.memory.forget(before: now - profile.idempotency.remember)
         let horizon = now - profile.historyHorizon
-        if let first = state.recent.first, first.at < horizon { state.recent.removeAll { $0.at < horizon } }
+        if !state.recent.isEmpty, state.recent[0].at < horizon { state.recent.removeAll { $0.at < horizon } }
         let dismissalHorizon = now - profile.cooldown.within
-        if let first = state.dismissals.first, first.at < dismissalHorizon { state.dismissals.removeAll { $0.at < dismissalHorizon } }
+        if !state.dismissals.isEmpty, state.dismissals[0].at < dismissalHorizon {
+            state.dismissals.removeAll { $0.at < dismissalHorizon }
+        }
         if !state.cooldownUntil.isEmpty { state.cooldownUntil = state.cooldownUntil.filter { $0.value > now } }
-        if let day = state.day, day.day < today { state.day = nil }
+        if let day = state.day?.day, day < today { state.day = nil }
         let year = localNow.date.year
-        if state.keyedCaps.contains(where: { $0.period != 0 && $0.period < year }) {
+        if state.keyedCaps.indices.contains(where: { state.keyedCaps[$0].period != 0 && state.keyedCaps[$0].period < year }) {
             state.keyedCaps.removeAll { $0.period != 0 && $0.period < year }
         }
     }
