@@ -32,26 +32,26 @@ enum Renderer {
             variant = "one"
         case .sumCount:
             let total = intents.reduce(Int64(0)) { $0 + ($1.data.value(forKey: "count")?.intValue ?? 0) }
-            values["count"] = decimal(total)
+            values[.count] = decimal(total)
             subjects = addContacts(intents, to: &values)
             variant = "one"
         case .names:
             let names = strings(in: "names", of: intents, distinct: false)
-            values["name"] = names.first ?? ""
-            values["others"] = decimal(Int64(max(0, names.count - 1)))
+            values[.name] = names.first ?? ""
+            values[.others] = decimal(Int64(max(0, names.count - 1)))
             subjects = max(names.count, addContacts(intents, to: &values))
             variant = names.count == 1 ? "one" : "many"
         case .scoreChange:
             guard let new = last.value(forKey: "new")?.intValue else { return nil }
             let newText = decimal(new)
-            values["new"] = newText
-            values["score"] = newText
-            if let label = last.value(forKey: "label")?.stringValue { values["label"] = label }
+            values[.new] = newText
+            values[.score] = newText
+            if let label = last.value(forKey: "label")?.stringValue { values[.label] = label }
             if let old = first.value(forKey: "old")?.intValue {
                 let delta = new - old
                 if delta == 0 { return nil }
-                values["old"] = decimal(old)
-                values["delta"] = decimal(delta, plusSign: delta > 0)
+                values[.old] = decimal(old)
+                values[.delta] = decimal(delta, plusSign: delta > 0)
                 variant = delta > 0 ? "up" : "down"
             } else {
                 variant = "first"
@@ -61,26 +61,26 @@ enum Renderer {
             for i in intents.indices {
                 if let name = intents[i].data.value(forKey: "contact_name")?.stringValue, !names.contains(name) { names.append(name) }
             }
-            values["name"] = names.first ?? ""
+            values[.name] = names.first ?? ""
             subjects = names.count
             switch names.count {
             case 1:
                 let note = first.value(forKey: "note")?.stringValue ?? ""
-                values["note"] = note
+                values[.note] = note
                 variant = note.isEmpty && entry.type.copy.value(forKey: "one_without_note") != nil ? "one_without_note" : "one"
             case 2:
-                values["second"] = names[1]
+                values[.second] = names[1]
                 variant = "two"
             default:
-                values["others"] = decimal(Int64(names.count - 1))
+                values[.others] = decimal(Int64(names.count - 1))
                 variant = "many"
             }
         }
         guard let template = entry.type.copy.value(forKey: variant) else { return nil }
         let link = subjects > 1 ? (entry.type.deepLinkMerged ?? entry.type.deepLink) : entry.type.deepLink
         return RenderedNotification(
-            type: entry.type.name, title: entry.type.title.render { values[$0] }, body: template.render { values[$0] },
-            deepLink: link.render { values[$0] })
+            type: entry.type.name, title: entry.type.title.render { values.text(for: $0, slot: $1) },
+            body: template.render { values.text(for: $0, slot: $1) }, deepLink: link.render { values.text(for: $0, slot: $1) })
     }
 
     /// Renders a notification the engine makes itself (digest, lapse tiers).
@@ -95,7 +95,7 @@ enum Renderer {
     /// distinct contacts there are.
     private static func addContacts(_ intents: [PendingIntent], to values: inout TemplateValues) -> Int {
         let ids = strings(in: "contact_ids", of: intents, distinct: true)
-        if let first = ids.first, values["contact_id"] == nil { values["contact_id"] = first }
+        if let first = ids.first, values[.contactId] == nil { values[.contactId] = first }
         return ids.count
     }
 
@@ -154,35 +154,109 @@ enum Renderer {
     }
 }
 
+/// The placeholder names a merge rule computes (`Renderer.render`), numbered. A template
+/// resolves each placeholder's name to its slot once, when the profile loads
+/// (`CopyTemplate.Segment`), so rendering finds a computed value by number.
+enum ComputedSlot: Int, Hashable, Sendable {
+    case count, contactId, name, others, new, score, label, old, delta, note, second
+
+    init?(name: String) {
+        switch name {
+        case "count": self = .count
+        case "contact_id": self = .contactId
+        case "name": self = .name
+        case "others": self = .others
+        case "new": self = .new
+        case "score": self = .score
+        case "label": self = .label
+        case "old": self = .old
+        case "delta": self = .delta
+        case "note": self = .note
+        case "second": self = .second
+        default: return nil
+        }
+    }
+
+    /// The name, for the `data` field a slot without a computed value falls back to.
+    var name: String {
+        switch self {
+        case .count: "count"
+        case .contactId: "contact_id"
+        case .name: "name"
+        case .others: "others"
+        case .new: "new"
+        case .score: "score"
+        case .label: "label"
+        case .old: "old"
+        case .delta: "delta"
+        case .note: "note"
+        case .second: "second"
+        }
+    }
+}
+
 /// The placeholder values of one notification: the scalar fields of an intent's `data` (as
 /// `Renderer.placeholderText`), overridden by the values the merge rule computes.
 ///
 /// Why not a `[String: String]`: rendering runs for nearly every decision, and copying every
 /// field of `data` into a fresh dictionary cost more than the rendering itself. Fields are
-/// converted when a template reads them, and the few computed values are scanned linearly.
+/// converted when a template reads them.
+///
+/// The computed values sit in one stored property per `ComputedSlot`, found by the slot the
+/// template resolved when it was parsed: a list of (name, value) pairs allocated an array per
+/// rendering and compared every name a template read with the computed names.
 struct TemplateValues {
     private let data: JSONObject
-    private var computed: [(key: String, value: String?)] = []
+    /// Bit `slot.rawValue` is set once a value was assigned to `slot` (an assigned nil hides
+    /// the data field of that name, like a dictionary over the data fields).
+    private var assigned: UInt16 = 0
+    private var count: String?, contactId: String?, name: String?, others: String?, new: String?, score: String?
+    private var label: String?, old: String?, delta: String?, note: String?, second: String?
 
     init(data: JSONObject) {
         self.data = data
     }
 
-    subscript(key: String) -> String? {
-        get {
-            if let i = computed.firstIndex(where: { $0.key == key }) { return computed[i].value }
-            return data.value(forKey: key).flatMap(Renderer.placeholderText)
-        }
+    /// The value of the placeholder `key`, whose slot is `slot`: the computed value if one was
+    /// assigned, else the data field's text.
+    func text(for key: String, slot: ComputedSlot?) -> String? {
+        if let slot, assigned & (1 << slot.rawValue) != 0 { return stored(slot) }
+        return data.value(forKey: key).flatMap(Renderer.placeholderText)
+    }
+
+    subscript(slot: ComputedSlot) -> String? {
+        get { text(for: slot.name, slot: slot) }
         set {
-            // Like a dictionary over the data fields: nil hides a field.
-            if let i = computed.firstIndex(where: { $0.key == key }) {
-                computed[i].value = newValue
-            } else {
-                // Room for the most a merge rule computes (score change: five) at the first
-                // value, so `first` and `latest` (which compute none) allocate nothing.
-                if computed.isEmpty { computed.reserveCapacity(6) }
-                computed.append((key, newValue))
+            assigned |= 1 << slot.rawValue
+            switch slot {
+            case .count: count = newValue
+            case .contactId: contactId = newValue
+            case .name: name = newValue
+            case .others: others = newValue
+            case .new: new = newValue
+            case .score: score = newValue
+            case .label: label = newValue
+            case .old: old = newValue
+            case .delta: delta = newValue
+            case .note: note = newValue
+            case .second: second = newValue
             }
+        }
+    }
+
+    private func stored(_ slot: ComputedSlot) -> String? {
+        switch slot {
+        case .count: count
+        case .contactId: contactId
+        case .name: name
+        case .others: others
+        case .new: new
+        case .score: score
+        case .label: label
+        case .old: old
+        case .delta: delta
+        case .note: note
+        case .second: second
         }
     }
 }
