@@ -381,7 +381,8 @@ extension EngineStep {
             // A day's first delivery makes room for a few types at once: inserting into the
             // empty dictionary allocated a one-slot table and the next type rehashed it into a
             // new one. The encodings write the types sorted, so the table's size is not seen.
-            if l.byType.isEmpty { l.byType.reserveCapacity(4) }
+            // (A new table, not `reserveCapacity`: that is an unspecialised generic call.)
+            if l.byType.isEmpty { l.byType = Dictionary(minimumCapacity: 4) }
             l.byType[name, default: 0] += 1
             if let dayOneIndex {
                 // Appended in place: `+= Array(repeating:count:)` allocated the zeros first.
