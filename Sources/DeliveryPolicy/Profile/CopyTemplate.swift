@@ -75,7 +75,11 @@ public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
         return withUnsafeTemporaryAllocation(of: String.self, capacity: segments.count) { pieces in
             var length = 0
             var count = 0
-            defer { _ = pieces[..<count].deinitialize() }
+            // Pieces `written..<count` are still initialised (the writing loop moves them out
+            // one by one, so each is released by the specialised `String` code; deinitialising
+            // the buffer at the end went through the generic `swift_arrayDestroy`).
+            var written = 0
+            defer { _ = pieces[written..<count].deinitialize() }
             // By index: `for segment in segments` copied each segment (a retain and a release
             // of its strings) before the piece took its own reference.
             for i in segments.indices {
@@ -93,10 +97,11 @@ public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
             }
             return String(unsafeUninitializedCapacity: length) { buffer in
                 var end = 0
-                for i in 0..<count {
-                    end = pieces[i].withUTF8 { bytes in
-                        let written = UnsafeMutableBufferPointer(rebasing: buffer[end...]).initialize(fromContentsOf: bytes)
-                        return end + written
+                while written < count {
+                    var piece = pieces.moveElement(from: written)
+                    written += 1
+                    end = piece.withUTF8 { bytes in
+                        end + UnsafeMutableBufferPointer(rebasing: buffer[end...]).initialize(fromContentsOf: bytes)
                     }
                 }
                 return end
