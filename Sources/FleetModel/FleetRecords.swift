@@ -63,6 +63,9 @@ public struct SectionItem: RecordPayload {
         case id, userId = "user_id", section, itemId = "item_id", item, expiresAt = "expires_at"
     }
 
+    /// `@inlinable`: the delivery engine builds one of these per output, and an opaque call
+    /// built the record in a temporary and copied it out (no cross-module optimisation).
+    @inlinable
     public init(id: String, userId: String, section: String, itemId: String, item: JSONObject, expiresAt: Timestamp? = nil) {
         self.id = id; self.userId = userId; self.section = section; self.itemId = itemId; self.item = item
         self.expiresAt = expiresAt
@@ -86,6 +89,9 @@ public struct RetentionEvent: RecordPayload {
 
     enum CodingKeys: String, CodingKey { case id, userId = "user_id", event, properties }
 
+    /// `@inlinable`: the delivery engine builds one of these per output, and an opaque call
+    /// built the record in a temporary and copied it out (no cross-module optimisation).
+    @inlinable
     public init(id: String, userId: String, event: String, properties: JSONObject = [:]) {
         self.id = id; self.userId = userId; self.event = event; self.properties = properties
     }
@@ -132,6 +138,9 @@ public struct Delivery: RecordPayload {
         case deepLink = "deep_link", mergedIntents = "merged_intents"
     }
 
+    /// `@inlinable`: the delivery engine builds one of these per output, and an opaque call
+    /// built the record in a temporary and copied it out (no cross-module optimisation).
+    @inlinable
     public init(
         id: String, userId: String, notificationId: String, channel: DeliveryChannel, notification: String,
         category: String, title: String, body: String, deepLink: String, mergedIntents: [String]
@@ -204,6 +213,8 @@ public struct Decision: RecordPayload {
     }
 
     /// A decision on an intent.
+    /// `@inlinable` like the other output records' initialisers (see `Delivery.init`).
+    @inlinable
     public init(
         id: String, userId: String, intentId: String, outcome: DecisionOutcome, reason: String? = nil,
         notificationId: String? = nil, until: Timestamp? = nil, rule: String
@@ -213,6 +224,8 @@ public struct Decision: RecordPayload {
     }
 
     /// A decision on the notification `notificationId` the engine made itself.
+    /// `@inlinable` like the other output records' initialisers (see `Delivery.init`).
+    @inlinable
     public init(
         id: String, userId: String, kind: EngineNotificationKind, notificationId: String, outcome: DecisionOutcome,
         reason: String, until: Timestamp? = nil, rule: String

@@ -10,6 +10,8 @@ public struct OutputRecord: Hashable, Sendable {
     /// by which replay tells the records of a replayed range.
     public var hasOwnId: Bool
 
+    /// `@inlinable`: every emitted record is wrapped in one; see `Delivery.init`.
+    @inlinable
     public init(topic: String, timestamp: Timestamp, record: FleetRecord, hasOwnId: Bool = false) {
         self.topic = topic; self.timestamp = timestamp; self.record = record; self.hasOwnId = hasOwnId
     }

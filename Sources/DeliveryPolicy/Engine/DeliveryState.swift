@@ -164,6 +164,9 @@ struct DayLedger: Codable, Hashable, Sendable {
 
     init(day: Int) { self.day = day }
 
+    /// `change(&self)`, so that `state.day?.apply(change)` changes the ledger in place.
+    mutating func apply(_ change: (inout DayLedger) -> Void) { change(&self) }
+
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         day = try c.decode(Int.self, forKey: .day)
@@ -385,6 +388,11 @@ struct LapseDueMemo: Hashable, Sendable {
 
     private var inputs: Inputs?
     private var profile: PreparedProfile?
+    /// The "no intentional action" trigger (§9.1) computed from `inputs`, kept apart from the
+    /// minimum in `lapseDueAt`: an open changes only the last open, and the trigger depends on
+    /// the last action, the zone and whether it fired, so most recomputations can reuse it and
+    /// skip its zone conversions (a local date and a start of day).
+    private var noActionDue: Timestamp?
 
     /// Whether `lapseDueAt` was computed from `inputs` with `profile`.
     func holds(_ inputs: Inputs, _ profile: PreparedProfile) -> Bool {
@@ -392,9 +400,19 @@ struct LapseDueMemo: Hashable, Sendable {
         return known.matches(inputs)
     }
 
-    mutating func record(_ inputs: Inputs, _ profile: PreparedProfile) {
+    /// The no-action trigger recorded with the last inputs, when what it depends on is the
+    /// same in `inputs` (`known` false otherwise: the caller computes it).
+    func noActionTrigger(for inputs: Inputs, _ profile: PreparedProfile) -> (known: Bool, due: Timestamp?) {
+        guard self.profile === profile, let known = self.inputs, known.lastActionAt == inputs.lastActionAt,
+              known.noActionFired == inputs.noActionFired, known.zone == inputs.zone
+        else { return (false, nil) }
+        return (true, noActionDue)
+    }
+
+    mutating func record(_ inputs: Inputs, _ profile: PreparedProfile, noActionDue: Timestamp?) {
         self.inputs = inputs
         self.profile = profile
+        self.noActionDue = noActionDue
     }
 
     static func == (a: LapseDueMemo, b: LapseDueMemo) -> Bool { true }

@@ -12,7 +12,10 @@ extension EngineStep {
     /// held back earlier that day) if needed. Returns the digest's notification id.
     mutating func addToDigest(_ ids: [String]) -> String {
         let due = digestDue()
-        if let i = state.pending.firstIndex(where: { $0.kind == .digest && $0.phase == .scheduled && $0.dueAt == due }) {
+        // By index: the predicate of `firstIndex(where:)` received a copy of every candidate it
+        // looked at (a retain and a release of each of its strings and arrays).
+        for i in state.pending.indices
+        where state.pending[i].kind == .digest && state.pending[i].phase == .scheduled && state.pending[i].dueAt == due {
             state.pending[i].summarised += ids
             return state.pending[i].notificationId
         }
@@ -93,7 +96,8 @@ extension EngineStep {
             return settleGenerated(candidate, .suppressed, "quiet_week_used", "P-LAP-3")
         }
         // P-BUD-1; a digest's items stay in the smart sections they went to when digested (P-BUD-4).
-        if profile.budget.dailyLimit - ledger().delivered <= 0 {
+        openLedger()
+        if profile.budget.dailyLimit - (state.day?.delivered ?? 0) <= 0 {
             return settleGenerated(candidate, .suppressed, "daily_budget", "P-BUD-1")
         }
         emitDelivery(

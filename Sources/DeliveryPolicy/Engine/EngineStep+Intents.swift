@@ -100,33 +100,41 @@ extension EngineStep {
     /// its type among `intents`, in order (a window that lost on budget or duplicate content):
     /// that group's item reuses it instead of rendering the same copy a second time.
     mutating func emitSectionItems(for intents: [PendingIntent], reason: String, rendered known: RenderedNotification? = nil) {
-        // Groups by type in order of first appearance. A batch holds one type or a few, so a
-        // linear scan beats hashing into a dictionary.
+        guard !intents.isEmpty else { return }
+        let first = intents[0].type
+        // A batch nearly always holds one type: then it is its own group, with no list of
+        // groups (an allocation and a copy of the batch per call). By index, like the loops of
+        // `decideIntents`: `allSatisfy` copied every intent.
+        if intents.indices.allSatisfy({ intents[$0].type == first }) {
+            emitSectionItem(name: first, group: intents, reason: reason, rendered: known)
+            return
+        }
+        // Groups by type in order of first appearance. A batch holds a few types, so a linear
+        // scan beats hashing into a dictionary.
         var groups: [(name: String, intents: [PendingIntent])] = []
-        if let first = intents.first, intents.allSatisfy({ $0.type == first.type }) {
-            groups = [(first.type, intents)]
-        } else {
-            for intent in intents {
-                if let i = groups.firstIndex(where: { $0.name == intent.type }) {
-                    groups[i].intents.append(intent)
-                } else {
-                    groups.append((intent.type, [intent]))
-                }
+        for intent in intents {
+            if let i = groups.firstIndex(where: { $0.name == intent.type }) {
+                groups[i].intents.append(intent)
+            } else {
+                groups.append((intent.type, [intent]))
             }
         }
-        for (name, group) in groups {
-            guard let entry = prepared.catalog[name], let section = entry.type.section,
-                  let rendered = known?.type == name ? known : Renderer.render(entry, group)
-            else { continue }
-            var itemId = name
-            if let key = entry.type.sectionKey, let value = group[0].data.value(forKey: key).flatMap(Self.scalarText) { itemId += ":" + value }
-            let item = Self.renderedItem.make(
-                .string(name), .string(rendered.title), .string(rendered.body), .string(rendered.deepLink),
-                .array(group.map { .string($0.id) }), .string(reason))
-            var expiresAt = profile.sections.value(forKey: section)?.expiresAfter.map { now + $0 }
-            if let intentExpiry = Self.earliestExpiry(of: group) { expiresAt = min(expiresAt ?? intentExpiry, intentExpiry) }
-            emitSection(section, itemId: itemId, item: item, expiresAt: expiresAt)
-        }
+        for (name, group) in groups { emitSectionItem(name: name, group: group, reason: reason, rendered: known) }
+    }
+
+    /// The section item of `group`, the intents of type `name` in a batch (`emitSectionItems`).
+    private mutating func emitSectionItem(name: String, group: [PendingIntent], reason: String, rendered known: RenderedNotification?) {
+        guard let entry = prepared.catalog[name], let section = entry.type.section,
+              let rendered = known?.type == name ? known : Renderer.render(entry, group)
+        else { return }
+        var itemId = name
+        if let key = entry.type.sectionKey, let value = group[0].data.value(forKey: key).flatMap(Self.scalarText) { itemId += ":" + value }
+        let item = Self.renderedItem.make(
+            .string(name), .string(rendered.title), .string(rendered.body), .string(rendered.deepLink),
+            .array(group.map { .string($0.id) }), .string(reason))
+        var expiresAt = profile.sections.value(forKey: section)?.expiresAfter.map { now + $0 }
+        if let intentExpiry = Self.earliestExpiry(of: group) { expiresAt = min(expiresAt ?? intentExpiry, intentExpiry) }
+        emitSection(section, itemId: itemId, item: item, expiresAt: expiresAt)
     }
 
     /// The section item of intents that were not pushed (`emitSectionItems`).
@@ -135,8 +143,8 @@ extension EngineStep {
     /// The earliest `expiresAt` among `intents` (a loop: `compactMap(...).min()` built an array).
     static func earliestExpiry(of intents: [PendingIntent]) -> Timestamp? {
         var earliest: Timestamp?
-        for intent in intents {
-            if let at = intent.expiresAt, earliest.map({ at < $0 }) ?? true { earliest = at }
+        for i in intents.indices {  // by index: `for intent in intents` copied each intent
+            if let at = intents[i].expiresAt, earliest.map({ at < $0 }) ?? true { earliest = at }
         }
         return earliest
     }

@@ -124,9 +124,10 @@ extension EngineStep {
     }
 
     /// The earliest of `lapseTriggers`, without building the list (asked at the end of every step).
-    static func nextLapseTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile) -> Timestamp? {
+    /// `noAction` is the state's `noActionTrigger`, which `finish` reuses from `LapseDueMemo`
+    /// when only the last open changed.
+    static func nextLapseTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile, noAction: Timestamp?) -> Timestamp? {
         let tier = tierTrigger(state, lapse: prepared)?.at
-        let noAction = noActionTrigger(state, lapse: prepared)
         guard let tier else { return noAction }
         guard let noAction else { return tier }
         return min(tier, noAction)
@@ -149,7 +150,7 @@ extension EngineStep {
     }
 
     /// §9.1: the day "no intentional action" is due, unless already handled for this gap.
-    private static func noActionTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile) -> Timestamp? {
+    static func noActionTrigger(_ state: DeliveryState, lapse prepared: PreparedProfile) -> Timestamp? {
         guard !state.lapse.noActionFired, let lastAction = state.lastActionAt else { return nil }
         let zone = state.zone ?? .utc
         let day = zone.localDate(at: lastAction).adding(days: prepared.profile.lapse.noActionDays)
@@ -234,16 +235,25 @@ extension EngineStep {
     /// Why moved: filtering copied each due candidate (a retain of every string and array it
     /// holds) and removing it released them again. Usually every pending candidate is due, and
     /// then the whole array is handed over.
+    ///
+    /// The due ones are counted by index (`allSatisfy` handed its predicate a copy of each
+    /// candidate), both halves get their exact room at once (appending grew them one doubling
+    /// at a time), and they are put back in order through their buffers: `Array.reverse()`
+    /// swaps through copies of the elements, a buffer's `reverse()` moves their bytes.
     private mutating func takePending(dueAt due: Timestamp) -> [Candidate] {
         var pending: [Candidate] = []
         swap(&pending, &state.pending)
-        if pending.allSatisfy({ $0.dueAt == due }) { return pending }
+        var dueCount = 0
+        for i in pending.indices where pending[i].dueAt == due { dueCount += 1 }
+        if dueCount == pending.count { return pending }
         var batch: [Candidate] = []
+        batch.reserveCapacity(dueCount)
+        state.pending.reserveCapacity(pending.count - dueCount)
         while let candidate = pending.popLast() {
             if candidate.dueAt == due { batch.append(candidate) } else { state.pending.append(candidate) }
         }
-        batch.reverse()
-        state.pending.reverse()
+        batch.withUnsafeMutableBufferPointer { $0.reverse() }
+        state.pending.withUnsafeMutableBufferPointer { $0.reverse() }
         return batch
     }
 

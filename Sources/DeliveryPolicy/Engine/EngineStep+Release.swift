@@ -41,7 +41,10 @@ extension EngineStep {
         case .intents, .topPending:
             var best = Int.max
             var lookup = CatalogLookup(prepared)
-            for intent in candidate.intents { if let rank = lookup(intent.type)?.type.rank, rank < best { best = rank } }
+            // By index: `for intent in` copied every intent to read its type.
+            for i in candidate.intents.indices {
+                if let rank = lookup(candidate.intents[i].type)?.type.rank, rank < best { best = rank }
+            }
             return best
         case .digest:
             return profile.catalog[profile.digest.notification]?.rank ?? Int.max
@@ -64,9 +67,12 @@ extension EngineStep {
 
     private mutating func decideIntents(_ candidate: consuming Candidate) -> Candidate? {
         let wasDeferred = candidate.phase == .deferred
+        // Every check over the window's intents reads them by index: `filter`, `allSatisfy` and
+        // `for intent in intents` handed each intent over as a copy (a retain and a release of
+        // its id, type and data), and nearly always to find nothing.
         // P-EXP-1: whatever reached its expiry while held is suppressed.
-        let expired = candidate.intents.filter { ($0.expiresAt.map { $0 <= now }) ?? false }
-        if !expired.isEmpty {
+        if candidate.intents.indices.contains(where: { candidate.intents[$0].expiresAt.map { $0 <= now } ?? false }) {
+            let expired = candidate.intents.filter { ($0.expiresAt.map { $0 <= now }) ?? false }
             candidate.intents.removeAll { ($0.expiresAt.map { $0 <= now }) ?? false }
             settle(expired, .suppressed, Verdict(reason: "expired", rule: "P-EXP-1"), notificationId: nil)
         }
@@ -74,8 +80,8 @@ extension EngineStep {
 
         // A replay under another profile may hold types that profile does not know.
         var lookup = CatalogLookup(prepared)
-        let unknown = candidate.intents.filter { lookup($0.type) == nil }
-        if !unknown.isEmpty {
+        if candidate.intents.indices.contains(where: { lookup(candidate.intents[$0].type) == nil }) {
+            let unknown = candidate.intents.filter { prepared.catalog[$0.type] == nil }
             candidate.intents.removeAll { prepared.catalog[$0.type] == nil }
             settle(unknown, .suppressed, Verdict(reason: "not_in_catalog", rule: "P-CAT-1"), notificationId: nil)
             guard !candidate.intents.isEmpty else { return nil }
@@ -86,7 +92,7 @@ extension EngineStep {
         guard let entry = primaryType(of: candidate.intents) else { return nil }
         let typeName = entry.type.name
         // A window nearly always holds one type: then no filtering (and no new arrays) is needed.
-        let homogeneous = candidate.intents.allSatisfy { $0.type == typeName }
+        let homogeneous = candidate.intents.indices.allSatisfy { candidate.intents[$0].type == typeName }
         let primary = homogeneous ? candidate.intents : candidate.intents.filter { $0.type == typeName }
         let others = homogeneous ? [] : candidate.intents.filter { $0.type != typeName }
 
@@ -149,15 +155,15 @@ extension EngineStep {
         let (reason, rule) =
             exemptFromQuietHours ? ("scheduled_by_user", "P-DND-1")
             : wasDeferred ? ("quiet_hours_ended", "P-DND-1") : ("within_budget", "P-BUD-1")
-        for (i, intent) in primary.enumerated() {
+        for i in primary.indices {
             if i == 0 {
-                emitDecision(intent.id, .delivered, reason: reason, rule: rule, notificationId: candidate.notificationId)
+                emitDecision(primary[i].id, .delivered, reason: reason, rule: rule, notificationId: candidate.notificationId)
             } else {
-                emitDecision(intent.id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
+                emitDecision(primary[i].id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
             }
         }
-        for intent in others {
-            emitDecision(intent.id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
+        for i in others.indices {
+            emitDecision(others[i].id, .merged, reason: "coalesced", rule: "P-COAL-1", notificationId: candidate.notificationId)
         }
         if !others.isEmpty { emitSectionItems(for: others, reason: "merged") }
         recordDelivery(entry, bodyHash: bodyHash)
@@ -171,9 +177,9 @@ extension EngineStep {
     /// over updated), else the lowest rank, then the earliest (P-COAL-1).
     private func primaryType(of intents: [PendingIntent]) -> CatalogEntry? {
         var best: CatalogEntry?
-        for intent in intents {
-            if let current = best, intent.type == current.type.name { continue }  // no lookup for the usual case
-            guard let entry = prepared.catalog[intent.type] else { continue }
+        for i in intents.indices {  // by index: `for intent in intents` copied every intent
+            if let current = best, intents[i].type == current.type.name { continue }  // no lookup for the usual case
+            guard let entry = prepared.catalog[intents[i].type] else { continue }
             guard let current = best else { best = entry; continue }
             let type = entry.type
             if type.name == current.type.name { continue }
@@ -215,8 +221,10 @@ extension EngineStep {
 
     private mutating func deferred(_ candidate: consuming Candidate, until end: Timestamp) -> Candidate {
         if candidate.until != end {
-            for intent in candidate.intents {
-                emitDecision(intent.id, .deferred, reason: "quiet_hours", rule: "P-DND-1", notificationId: candidate.notificationId, until: end)
+            for i in candidate.intents.indices {
+                emitDecision(
+                    candidate.intents[i].id, .deferred, reason: "quiet_hours", rule: "P-DND-1", notificationId: candidate.notificationId,
+                    until: end)
             }
         }
         candidate.phase = .deferred
@@ -233,7 +241,8 @@ extension EngineStep {
         guard let index = profile.dayOne.limits.firstIndex(where: { $0.types.contains(entry.type.name) }) else {
             return Verdict(reason: "day_one_limit", rule: "P-BUD-6")
         }
-        let used = ledger().dayOne.indices.contains(index) ? ledger().dayOne[index] : 0
+        openLedger()
+        let used = state.day.map { $0.dayOne.indices.contains(index) ? $0.dayOne[index] : 0 } ?? 0
         return used >= profile.dayOne.limits[index].max ? Verdict(reason: "day_one_limit", rule: "P-BUD-6") : nil
     }
 
@@ -242,7 +251,10 @@ extension EngineStep {
         let caps = entry.type.caps
         let name = entry.type.name
         let capped = Verdict(reason: "type_cap", rule: "P-BUD-1", volume: true)
-        if let perDay = caps.perDay, (ledger().byType.value(forKey: name) ?? 0) >= perDay { return capped }
+        if let perDay = caps.perDay {
+            openLedger()
+            if (state.day?.byType.value(forKey: name) ?? 0) >= perDay { return capped }
+        }
         if let perWeek = caps.perWeek {
             let since = now - .days(7)
             if state.recent.count(where: { $0.type == name && $0.at > since }) >= perWeek { return capped }
@@ -275,7 +287,8 @@ extension EngineStep {
 
     /// P-BUD-1 and the last-slot reservation P-BUD-3.
     private mutating func budgetVerdict(rank: Int) -> Verdict? {
-        let remaining = profile.budget.dailyLimit - ledger().delivered
+        openLedger()
+        let remaining = profile.budget.dailyLimit - (state.day?.delivered ?? 0)
         if remaining <= 0 { return Verdict(reason: "daily_budget", rule: "P-BUD-1", volume: true) }
         if remaining == 1, let excluded = profile.budget.lastSlotExcludedFromRank, rank >= excluded {
             return Verdict(reason: "budget_reserved", rule: "P-BUD-3", volume: true)
@@ -315,8 +328,8 @@ extension EngineStep {
         _ intents: [PendingIntent], _ outcome: DecisionOutcome, _ verdict: Verdict, notificationId: String?,
         rendered: RenderedNotification? = nil
     ) {
-        for intent in intents {
-            emitDecision(intent.id, outcome, reason: verdict.reason, rule: verdict.rule, notificationId: notificationId)
+        for i in intents.indices {
+            emitDecision(intents[i].id, outcome, reason: verdict.reason, rule: verdict.rule, notificationId: notificationId)
         }
         emitSectionItems(for: intents, reason: verdict.reason, rendered: rendered)
         rememberTopPending(intents)
@@ -325,7 +338,8 @@ extension EngineStep {
     /// Held back by volume: into the digest once the day crossed its threshold (P-BUD-5),
     /// otherwise suppressed and remembered for a digest later that day.
     private mutating func lose(_ intents: [PendingIntent], _ verdict: Verdict, rendered: RenderedNotification? = nil) {
-        if ledger().candidates > profile.digest.whenCandidatesExceed {
+        openLedger()
+        if (state.day?.candidates ?? 0) > profile.digest.whenCandidatesExceed {
             let digestId = addToDigest(intents.map(\.id))
             settle(intents, .digested, Verdict(reason: verdict.reason, rule: "P-BUD-5"), notificationId: digestId, rendered: rendered)
         } else {
@@ -364,9 +378,15 @@ extension EngineStep {
         let limits = profile.dayOne.limits.count
         updateLedger { l in
             l.delivered += 1
+            // A day's first delivery makes room for a few types at once: inserting into the
+            // empty dictionary allocated a one-slot table and the next type rehashed it into a
+            // new one. The encodings write the types sorted, so the table's size is not seen.
+            // (A new table, not `reserveCapacity`: that is an unspecialised generic call.)
+            if l.byType.isEmpty { l.byType = Dictionary(minimumCapacity: 4) }
             l.byType[name, default: 0] += 1
             if let dayOneIndex {
-                if l.dayOne.count < limits { l.dayOne += Array(repeating: 0, count: limits - l.dayOne.count) }
+                // Appended in place: `+= Array(repeating:count:)` allocated the zeros first.
+                if l.dayOne.count < limits { l.dayOne.append(contentsOf: repeatElement(0, count: limits - l.dayOne.count)) }
                 l.dayOne[dayOneIndex] += 1
             }
         }

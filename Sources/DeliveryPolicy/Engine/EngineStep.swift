@@ -43,8 +43,10 @@ struct EngineStep {
     mutating func finish(into state: inout DeliveryState, _ context: inout ProcessingContext) {
         let inputs = LapseDueMemo.Inputs(self.state)
         if !self.state.lapseDueMemo.holds(inputs, prepared) {
-            self.state.lapseDueAt = Self.nextLapseTrigger(self.state, lapse: prepared)
-            self.state.lapseDueMemo.record(inputs, prepared)
+            let memo = self.state.lapseDueMemo.noActionTrigger(for: inputs, prepared)
+            let noAction = memo.known ? memo.due : Self.noActionTrigger(self.state, lapse: prepared)
+            self.state.lapseDueAt = Self.nextLapseTrigger(self.state, lapse: prepared, noAction: noAction)
+            self.state.lapseDueMemo.record(inputs, prepared, noActionDue: noAction)
         }
         swap(&self.state, &state)
         swap(&self.context, &context)
@@ -67,20 +69,20 @@ struct EngineStep {
     var inQuietMode: Bool { state.lapse.quietSince != nil }
     var isDormant: Bool { state.lapse.hasFired(.dormant) }
 
-    /// The current local day's ledger, reset when the day changes.
-    mutating func ledger() -> DayLedger {
-        let day = today
-        if state.day?.day != day { state.day = DayLedger(day: day) }
-        return state.day ?? DayLedger(day: day)
+    /// Resets the ledger when the local day changed. Callers then read the field they need in
+    /// place (`state.day?.delivered ?? 0`: the ledger is there, the default never applies);
+    /// returning the `DayLedger` copied its dictionary and arrays (a retain and a release each)
+    /// to read one number.
+    mutating func openLedger() {
+        if state.day?.day != today { state.day = DayLedger(day: today) }
     }
 
+    /// Changes the current local day's ledger (reset first when the day changed) in place,
+    /// through optional chaining: its collections stay uniquely referenced, and the ledger is
+    /// neither moved out and back nor copied.
     mutating func updateLedger(_ change: (inout DayLedger) -> Void) {
-        let day = today
-        // Moved out of the state (not copied), so `change` mutates uniquely referenced
-        // collections instead of copying them.
-        var l = state.day.take().flatMap { $0.day == day ? $0 : nil } ?? DayLedger(day: day)
-        change(&l)
-        state.day = l
+        openLedger()
+        state.day?.apply(change)
     }
 
     /// Local days since sign-up, when it is known (`user_age_days`).
@@ -89,10 +91,15 @@ struct EngineStep {
     }
 
     // MARK: Outputs
+    //
+    // The record's fields are taken `consuming`: each field a record holds needs its own
+    // reference, and with borrowed parameters the optimiser retained the fields while building
+    // the record, then copied the whole record (a retain of each of them again) and destroyed
+    // the first one. Callers now hand over the one reference the record keeps.
 
     mutating func emitDecision(
-        _ intentId: String, _ outcome: DecisionOutcome, reason: String?, rule: String, notificationId: String? = nil,
-        until: Timestamp? = nil
+        _ intentId: consuming String, _ outcome: DecisionOutcome, reason: consuming String?, rule: consuming String,
+        notificationId: consuming String? = nil, until: Timestamp? = nil
     ) {
         let decision = Decision(
             id: context.nextID(), userId: userId, intentId: intentId, outcome: outcome, reason: reason,
@@ -100,19 +107,22 @@ struct EngineStep {
         context.emit(.decision(decision), to: Topics.decisions)
     }
 
-    mutating func emitDelivery(_ rendered: RenderedNotification, notificationId: String, category: String, channel: DeliveryChannel, merged: [String]) {
+    mutating func emitDelivery(
+        _ rendered: consuming RenderedNotification, notificationId: consuming String, category: consuming String,
+        channel: DeliveryChannel, merged: consuming [String]
+    ) {
         let delivery = Delivery(
             id: context.nextID(), userId: userId, notificationId: notificationId, channel: channel, notification: rendered.type,
             category: category, title: rendered.title, body: rendered.body, deepLink: rendered.deepLink, mergedIntents: merged)
         context.emit(.delivery(delivery), to: Topics.deliveries)
     }
 
-    mutating func emitSection(_ section: String, itemId: String, item: JSONObject, expiresAt: Timestamp?) {
+    mutating func emitSection(_ section: consuming String, itemId: consuming String, item: consuming JSONObject, expiresAt: Timestamp?) {
         let record = SectionItem(id: context.nextID(), userId: userId, section: section, itemId: itemId, item: item, expiresAt: expiresAt)
         context.emit(.sectionItem(record), to: Topics.sections)
     }
 
-    mutating func emitEvent(_ event: String, _ properties: JSONObject) {
+    mutating func emitEvent(_ event: consuming String, _ properties: consuming JSONObject) {
         let record = RetentionEvent(id: context.nextID(), userId: userId, event: event, properties: properties)
         context.emit(.retentionEvent(record), to: Topics.retentionEvents)
     }
@@ -127,16 +137,22 @@ struct EngineStep {
     // MARK: Housekeeping
 
     /// Drops memory that no rule can read any more, so state stays bounded.
+    ///
+    /// It runs on every step, so every test reads one field in place (`state.day?.day`,
+    /// `state.recent[0].at`): binding the element or the ledger (`if let day = state.day`)
+    /// copied it, a retain and a release of each string and collection in it, to read a number.
     mutating func prune() {
         state.memory.forget(before: now - profile.idempotency.remember)
         let horizon = now - profile.historyHorizon
-        if let first = state.recent.first, first.at < horizon { state.recent.removeAll { $0.at < horizon } }
+        if !state.recent.isEmpty, state.recent[0].at < horizon { state.recent.removeAll { $0.at < horizon } }
         let dismissalHorizon = now - profile.cooldown.within
-        if let first = state.dismissals.first, first.at < dismissalHorizon { state.dismissals.removeAll { $0.at < dismissalHorizon } }
+        if !state.dismissals.isEmpty, state.dismissals[0].at < dismissalHorizon {
+            state.dismissals.removeAll { $0.at < dismissalHorizon }
+        }
         if !state.cooldownUntil.isEmpty { state.cooldownUntil = state.cooldownUntil.filter { $0.value > now } }
-        if let day = state.day, day.day < today { state.day = nil }
+        if let day = state.day?.day, day < today { state.day = nil }
         let year = localNow.date.year
-        if state.keyedCaps.contains(where: { $0.period != 0 && $0.period < year }) {
+        if state.keyedCaps.indices.contains(where: { state.keyedCaps[$0].period != 0 && state.keyedCaps[$0].period < year }) {
             state.keyedCaps.removeAll { $0.period != 0 && $0.period < year }
         }
     }

@@ -23,11 +23,50 @@ struct JSONObjectTemplate: Sendable {
         self.slots = keys.compactMap { prototype.index(forKey: $0) }
     }
 
-    /// The object with `values[i]` under `keys[i]`.
-    func make(_ values: JSONValue...) -> JSONObject {
-        precondition(values.count == slots.count, "a template of \(slots.count) keys given \(values.count) values")
-        var object = prototype
-        for i in slots.indices { object.values[slots[i]] = values[i] }
+    /// The object with the values under the template's keys, in order.
+    ///
+    /// One overload per number of keys the engine uses, each taking its values `consuming`: a
+    /// variadic parameter built an array of the values (an allocation, a copy of each value and
+    /// their release) for every object.
+    func make(_ v0: consuming JSONValue, _ v1: consuming JSONValue, _ v2: consuming JSONValue, _ v3: consuming JSONValue) -> JSONObject {
+        var object = start(4)
+        object.values[slots[0]] = v0
+        object.values[slots[1]] = v1
+        object.values[slots[2]] = v2
+        object.values[slots[3]] = v3
         return object
+    }
+
+    func make(
+        _ v0: consuming JSONValue, _ v1: consuming JSONValue, _ v2: consuming JSONValue, _ v3: consuming JSONValue,
+        _ v4: consuming JSONValue
+    ) -> JSONObject {
+        var object = start(5)
+        object.values[slots[0]] = v0
+        object.values[slots[1]] = v1
+        object.values[slots[2]] = v2
+        object.values[slots[3]] = v3
+        object.values[slots[4]] = v4
+        return object
+    }
+
+    func make(
+        _ v0: consuming JSONValue, _ v1: consuming JSONValue, _ v2: consuming JSONValue, _ v3: consuming JSONValue,
+        _ v4: consuming JSONValue, _ v5: consuming JSONValue
+    ) -> JSONObject {
+        var object = start(6)
+        object.values[slots[0]] = v0
+        object.values[slots[1]] = v1
+        object.values[slots[2]] = v2
+        object.values[slots[3]] = v3
+        object.values[slots[4]] = v4
+        object.values[slots[5]] = v5
+        return object
+    }
+
+    /// A copy of the prototype, checked to have `count` keys.
+    private func start(_ count: Int) -> JSONObject {
+        precondition(count == slots.count, "a template of \(slots.count) keys given \(count) values")
+        return prototype
     }
 }

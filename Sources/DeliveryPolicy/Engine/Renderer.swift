@@ -17,37 +17,41 @@ struct RenderedNotification: Hashable, Sendable {
 enum Renderer {
     /// Nil when the merged intents have nothing to say (a score that moved and came back).
     static func render(_ entry: CatalogEntry, _ intents: [PendingIntent]) -> RenderedNotification? {
-        guard let first = intents.first, let last = intents.last else { return nil }
-        var values = TemplateValues(data: first.data)
+        guard !intents.isEmpty else { return nil }
+        // The first and last intents' data, read in place: `intents.first` and `.last` copied
+        // both intents (id, type and data) to read one field of each.
+        let first = intents[0].data, last = intents[intents.count - 1].data
+        var values = TemplateValues(data: first)
         var subjects = 1
         let variant: String
         switch entry.type.merge {
         case .first:
             variant = "one"
         case .latest:
-            values = TemplateValues(data: last.data)
+            values = TemplateValues(data: last)
             variant = "one"
         case .sumCount:
             let total = intents.reduce(Int64(0)) { $0 + ($1.data.value(forKey: "count")?.intValue ?? 0) }
-            values["count"] = String(total)
+            values[.count] = decimal(total)
             subjects = addContacts(intents, to: &values)
             variant = "one"
         case .names:
             let names = strings(in: "names", of: intents, distinct: false)
-            values["name"] = names.first ?? ""
-            values["others"] = String(max(0, names.count - 1))
+            values[.name] = names.first ?? ""
+            values[.others] = decimal(Int64(max(0, names.count - 1)))
             subjects = max(names.count, addContacts(intents, to: &values))
             variant = names.count == 1 ? "one" : "many"
         case .scoreChange:
-            guard let new = last.data.value(forKey: "new")?.intValue else { return nil }
-            values["new"] = String(new)
-            values["score"] = String(new)
-            if let label = last.data.value(forKey: "label")?.stringValue { values["label"] = label }
-            if let old = first.data.value(forKey: "old")?.intValue {
+            guard let new = last.value(forKey: "new")?.intValue else { return nil }
+            let newText = decimal(new)
+            values[.new] = newText
+            values[.score] = newText
+            if let label = last.value(forKey: "label")?.stringValue { values[.label] = label }
+            if let old = first.value(forKey: "old")?.intValue {
                 let delta = new - old
                 if delta == 0 { return nil }
-                values["old"] = String(old)
-                values["delta"] = delta > 0 ? "+\(delta)" : String(delta)
+                values[.old] = decimal(old)
+                values[.delta] = decimal(delta, plusSign: delta > 0)
                 variant = delta > 0 ? "up" : "down"
             } else {
                 variant = "first"
@@ -57,26 +61,26 @@ enum Renderer {
             for i in intents.indices {
                 if let name = intents[i].data.value(forKey: "contact_name")?.stringValue, !names.contains(name) { names.append(name) }
             }
-            values["name"] = names.first ?? ""
+            values[.name] = names.first ?? ""
             subjects = names.count
             switch names.count {
             case 1:
-                let note = first.data.value(forKey: "note")?.stringValue ?? ""
-                values["note"] = note
+                let note = first.value(forKey: "note")?.stringValue ?? ""
+                values[.note] = note
                 variant = note.isEmpty && entry.type.copy.value(forKey: "one_without_note") != nil ? "one_without_note" : "one"
             case 2:
-                values["second"] = names[1]
+                values[.second] = names[1]
                 variant = "two"
             default:
-                values["others"] = String(names.count - 1)
+                values[.others] = decimal(Int64(names.count - 1))
                 variant = "many"
             }
         }
         guard let template = entry.type.copy.value(forKey: variant) else { return nil }
         let link = subjects > 1 ? (entry.type.deepLinkMerged ?? entry.type.deepLink) : entry.type.deepLink
         return RenderedNotification(
-            type: entry.type.name, title: entry.type.title.render { values[$0] }, body: template.render { values[$0] },
-            deepLink: link.render { values[$0] })
+            type: entry.type.name, title: entry.type.title.render { values.text(for: $0, slot: $1) },
+            body: template.render { values.text(for: $0, slot: $1) }, deepLink: link.render { values.text(for: $0, slot: $1) })
     }
 
     /// Renders a notification the engine makes itself (digest, lapse tiers).
@@ -91,7 +95,7 @@ enum Renderer {
     /// distinct contacts there are.
     private static func addContacts(_ intents: [PendingIntent], to values: inout TemplateValues) -> Int {
         let ids = strings(in: "contact_ids", of: intents, distinct: true)
-        if let first = ids.first, values["contact_id"] == nil { values["contact_id"] = first }
+        if let first = ids.first, values[.contactId] == nil { values[.contactId] = first }
         return ids.count
     }
 
@@ -113,14 +117,80 @@ enum Renderer {
         return out
     }
 
+    /// `value` in decimal, as `String(value)` writes it (with a leading "+" when `plusSign`,
+    /// as `"+\(value)"` for a positive one).
+    ///
+    /// Why by hand: the rendered numbers (counts, scores, deltas) went through the generic
+    /// `description` path, and a signed delta through string interpolation, a few hundred
+    /// instructions each. The digits are written backwards into a small stack buffer and made
+    /// into one string; at most 21 bytes, and a small string (no allocation) up to 15.
+    static func decimal(_ value: Int64, plusSign: Bool = false) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { buffer in
+            var magnitude = value.magnitude
+            var start = buffer.count
+            repeat {
+                start -= 1
+                let (quotient, digit) = magnitude.quotientAndRemainder(dividingBy: 10)
+                buffer[start] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: digit)
+                magnitude = quotient
+            } while magnitude > 0
+            if value < 0 || plusSign {
+                start -= 1
+                buffer[start] = value < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+")
+            }
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[start...]), as: UTF8.self)
+        }
+    }
+
     /// A scalar field of `data` as text, for `{field}` placeholders; nil for null, lists and objects.
     static func placeholderText(_ value: JSONValue) -> String? {
         switch value {
         case .string(let s): s
-        case .int(let i): String(i)
+        case .int(let i): decimal(i)
         case .bool(let b): b ? "true" : "false"
         case .double(let d): d.rounded() == d && abs(d) < 1e15 ? String(Int64(d)) : String(d)
         case .null, .array, .object: nil
+        }
+    }
+}
+
+/// The placeholder names a merge rule computes (`Renderer.render`), numbered. A template
+/// resolves each placeholder's name to its slot once, when the profile loads
+/// (`CopyTemplate.Segment`), so rendering finds a computed value by number.
+enum ComputedSlot: Int, Hashable, Sendable {
+    case count, contactId, name, others, new, score, label, old, delta, note, second
+
+    init?(name: String) {
+        switch name {
+        case "count": self = .count
+        case "contact_id": self = .contactId
+        case "name": self = .name
+        case "others": self = .others
+        case "new": self = .new
+        case "score": self = .score
+        case "label": self = .label
+        case "old": self = .old
+        case "delta": self = .delta
+        case "note": self = .note
+        case "second": self = .second
+        default: return nil
+        }
+    }
+
+    /// The name, for the `data` field a slot without a computed value falls back to.
+    var name: String {
+        switch self {
+        case .count: "count"
+        case .contactId: "contact_id"
+        case .name: "name"
+        case .others: "others"
+        case .new: "new"
+        case .score: "score"
+        case .label: "label"
+        case .old: "old"
+        case .delta: "delta"
+        case .note: "note"
+        case .second: "second"
         }
     }
 }
@@ -130,30 +200,63 @@ enum Renderer {
 ///
 /// Why not a `[String: String]`: rendering runs for nearly every decision, and copying every
 /// field of `data` into a fresh dictionary cost more than the rendering itself. Fields are
-/// converted when a template reads them, and the few computed values are scanned linearly.
+/// converted when a template reads them.
+///
+/// The computed values sit in one stored property per `ComputedSlot`, found by the slot the
+/// template resolved when it was parsed: a list of (name, value) pairs allocated an array per
+/// rendering and compared every name a template read with the computed names.
 struct TemplateValues {
     private let data: JSONObject
-    private var computed: [(key: String, value: String?)] = []
+    /// Bit `slot.rawValue` is set once a value was assigned to `slot` (an assigned nil hides
+    /// the data field of that name, like a dictionary over the data fields).
+    private var assigned: UInt16 = 0
+    private var count: String?, contactId: String?, name: String?, others: String?, new: String?, score: String?
+    private var label: String?, old: String?, delta: String?, note: String?, second: String?
 
     init(data: JSONObject) {
         self.data = data
     }
 
-    subscript(key: String) -> String? {
-        get {
-            if let i = computed.firstIndex(where: { $0.key == key }) { return computed[i].value }
-            return data.value(forKey: key).flatMap(Renderer.placeholderText)
-        }
+    /// The value of the placeholder `key`, whose slot is `slot`: the computed value if one was
+    /// assigned, else the data field's text.
+    func text(for key: String, slot: ComputedSlot?) -> String? {
+        if let slot, assigned & (1 << slot.rawValue) != 0 { return stored(slot) }
+        return data.value(forKey: key).flatMap(Renderer.placeholderText)
+    }
+
+    subscript(slot: ComputedSlot) -> String? {
+        get { text(for: slot.name, slot: slot) }
         set {
-            // Like a dictionary over the data fields: nil hides a field.
-            if let i = computed.firstIndex(where: { $0.key == key }) {
-                computed[i].value = newValue
-            } else {
-                // Room for the most a merge rule computes (score change: five) at the first
-                // value, so `first` and `latest` (which compute none) allocate nothing.
-                if computed.isEmpty { computed.reserveCapacity(6) }
-                computed.append((key, newValue))
+            assigned |= 1 << slot.rawValue
+            switch slot {
+            case .count: count = newValue
+            case .contactId: contactId = newValue
+            case .name: name = newValue
+            case .others: others = newValue
+            case .new: new = newValue
+            case .score: score = newValue
+            case .label: label = newValue
+            case .old: old = newValue
+            case .delta: delta = newValue
+            case .note: note = newValue
+            case .second: second = newValue
             }
+        }
+    }
+
+    private func stored(_ slot: ComputedSlot) -> String? {
+        switch slot {
+        case .count: count
+        case .contactId: contactId
+        case .name: name
+        case .others: others
+        case .new: new
+        case .score: score
+        case .label: label
+        case .old: old
+        case .delta: delta
+        case .note: note
+        case .second: second
         }
     }
 }

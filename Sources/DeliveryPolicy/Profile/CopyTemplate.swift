@@ -4,10 +4,12 @@
 /// integer value of `name` is 1, so "1 possible duplicate found." and "3 possible duplicates
 /// found." come from one template. Copy lives in the profile (P-PROF-1), never in code.
 public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
+    /// A placeholder carries the `ComputedSlot` of its name (nil for a data field), resolved
+    /// here once, so that rendering finds a value a merge rule computed by number.
     enum Segment: Hashable, Sendable {
         case text(String)
-        case value(String)
-        case plural(key: String, one: String, other: String)
+        case value(String, slot: ComputedSlot?)
+        case plural(key: String, slot: ComputedSlot?, one: String, other: String)
     }
 
     let segments: [Segment]
@@ -39,8 +41,8 @@ public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
             }
             if !literal.isEmpty { segments.append(.text(literal)); literal = "" }
             switch parts.count {
-            case 1: segments.append(.value(key))
-            case 3: segments.append(.plural(key: key, one: parts[1], other: parts[2]))
+            case 1: segments.append(.value(key, slot: ComputedSlot(name: key)))
+            case 3: segments.append(.plural(key: key, slot: ComputedSlot(name: key), one: parts[1], other: parts[2]))
             default: throw TemplateSyntaxError("placeholder '{\(body)}' must be {name} or {name|singular|plural}")
             }
             names.insert(key)
@@ -56,30 +58,37 @@ public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
     /// can provide before rendering (the profile loader and intent validation do), so a missing
     /// value cannot reach a user; it renders empty rather than trapping.
     public func render(_ values: [String: String]) -> String {
-        render { values[$0] }
+        render { key, _ in values[key] }
     }
 
-    /// As `render(_:)`, reading each placeholder's value from `value` (nil renders empty).
+    /// As `render(_:)`, reading each placeholder's value from `value`, given its name and its
+    /// `ComputedSlot` (nil renders empty).
     ///
     /// Why not `+=`: copy is rendered for nearly every decision, and each `String` append
     /// cost several hundred instructions (capacity checks, growth, a slice copy). The pieces
     /// are gathered first (on the stack), then their UTF-8 bytes are written into one string
     /// of the exact length: one allocation and a plain copy per piece. Same bytes.
-    func render(_ value: (String) -> String?) -> String {
+    func render(_ value: (String, ComputedSlot?) -> String?) -> String {
         // Copy without placeholders (most titles and deep links) is its own rendering: hand out
         // the parsed string itself, sharing its storage, instead of building a copy of it.
         if segments.count == 1, case .text(let text) = segments[0] { return text }
         return withUnsafeTemporaryAllocation(of: String.self, capacity: segments.count) { pieces in
             var length = 0
             var count = 0
-            defer { _ = pieces[..<count].deinitialize() }
-            for segment in segments {
+            // Pieces `written..<count` are still initialised (the writing loop moves them out
+            // one by one, so each is released by the specialised `String` code; deinitialising
+            // the buffer at the end went through the generic `swift_arrayDestroy`).
+            var written = 0
+            defer { _ = pieces[written..<count].deinitialize() }
+            // By index: `for segment in segments` copied each segment (a retain and a release
+            // of its strings) before the piece took its own reference.
+            for i in segments.indices {
                 let piece: String
-                switch segment {
+                switch segments[i] {
                 case .text(let text): piece = text
-                case .value(let key): piece = value(key) ?? ""
-                case .plural(let key, let one, let other):
-                    let n = value(key).flatMap { Int($0) }
+                case .value(let key, let slot): piece = value(key, slot) ?? ""
+                case .plural(let key, let slot, let one, let other):
+                    let n = value(key, slot).flatMap { Int($0) }
                     piece = (n == 1 || n == -1) ? one : other
                 }
                 length += piece.utf8.count
@@ -88,10 +97,11 @@ public struct CopyTemplate: Hashable, Sendable, CustomStringConvertible {
             }
             return String(unsafeUninitializedCapacity: length) { buffer in
                 var end = 0
-                for i in 0..<count {
-                    end = pieces[i].withUTF8 { bytes in
-                        let written = UnsafeMutableBufferPointer(rebasing: buffer[end...]).initialize(fromContentsOf: bytes)
-                        return end + written
+                while written < count {
+                    var piece = pieces.moveElement(from: written)
+                    written += 1
+                    end = piece.withUTF8 { bytes in
+                        end + UnsafeMutableBufferPointer(rebasing: buffer[end...]).initialize(fromContentsOf: bytes)
                     }
                 }
                 return end
