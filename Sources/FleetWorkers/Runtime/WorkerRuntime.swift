@@ -79,7 +79,7 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         if settings.guarantee == .exactlyOnce {
             try await producer.initTransactions(timeout: .seconds(30))
         }
-        await prepareOutputs(producer, layout: layout, generations: generations)
+        await prepareTopics(producer, markerProducer: markerProducer, layout: layout, generations: generations)
 
         let (requests, requestSink) = AsyncStream.makeStream(of: FoldCore<P>.RestoreRequest.self)
         let laneStarts = LaneStarts<P>()
@@ -237,24 +237,33 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         }
     }
 
-    /// Start-up check (principle 2): the worker's topics exist and share one partition count.
-    /// Has the producer look up every topic a unit writes before the first unit: without it the
-    /// first commit after a start waited for those lookups (0.6–0.85 s on the local broker), and
-    /// so did a security notification folded in it. A failed lookup is only logged: the first
-    /// send looks the topic up again.
-    private func prepareOutputs(_ producer: any LogProducer, layout: TopicLayout, generations: GenerationMap) async {
+    /// Has the producers look up every topic they write before the first unit and the first
+    /// restore: without it the first commit after a start waited for those lookups (0.6–0.85 s
+    /// on the local broker), and so did a security notification folded in it; under
+    /// exactly-once the restore's markers go through a producer of their own, whose first send
+    /// paid the same. A failed lookup is only logged: the first send looks the topic up again.
+    private func prepareTopics(
+        _ producer: any LogProducer, markerProducer: any LogProducer, layout: TopicLayout, generations: GenerationMap
+    ) async {
         // The log itself too: ticks and forwarded ingest records are written into it.
-        let topics = settings.worker.outputTopics.map { settings.topics.physical(generations.route($0)) }
+        let unitTopics = settings.worker.outputTopics.map { settings.topics.physical(generations.route($0)) }
             + [layout.stateTopic, layout.historyTopic, layout.foldedTopic]
-        do {
-            try await producer.prepare(topics: topics, timeout: .seconds(5))
-        } catch {
-            logger.warning("looking up the output topics failed; the first unit will", metadata: [
-                "topics": "\(topics)", "error": "\(error)",
-            ])
+        // Restore markers, and during a cutover the cuts in the previous generation's changelog.
+        let markerTopics = [layout.stateTopic] + (layout.carriedStateTopic.map { [$0] } ?? [])
+        var lookups = [(producer, unitTopics)]
+        if markerProducer !== producer { lookups.append((markerProducer, markerTopics)) }
+        for (client, topics) in lookups {
+            do {
+                try await client.prepare(topics: topics, timeout: .seconds(5))
+            } catch {
+                logger.warning("looking up topics before the first write failed; that write will", metadata: [
+                    "topics": "\(topics)", "error": "\(error)",
+                ])
+            }
         }
     }
 
+    /// Start-up check (principle 2): the worker's topics exist and share one partition count.
     private func checkTopics(_ layout: TopicLayout, admin: any LogAdmin) async throws -> Int {
         let counts = try await admin.partitionCounts(of: layout.required.map(settings.topics.physical))
         do {
