@@ -25,8 +25,7 @@ struct CancellationOnInMemoryLogTests {
         let fleet = try InMemoryFleet(guarantee: guarantee)
         let running = Mutex<Task<Void, any Error>?>(nil)
         fleet.log.inject(.interrupt({ _ in running.withLock { $0 }?.cancel() }), instance: "a", atStep: restoreStep)
-        let instance = try fleet.start("a")
-        running.withLock { $0 = instance.task }
+        let instance = try fleet.start("a") { instance in running.withLock { $0 = instance.task } }
         let ended = Mutex(false)
         Task {
             _ = await instance.task.result
