@@ -152,23 +152,30 @@ public final class KafkaConsumer: Sendable {
     /// backoff, and the partition fetched nothing for ~500 ms after a seek-and-resume (the
     /// runtime's start on a group with nothing committed). If the low watermark moves on before
     /// the fetch, `auto.offset.reset` (earliest by default) applies as for any lost position.
+    /// `timeout` bounds the whole call: the watermark lookups and the seek.
     public func seek(_ offsets: [TopicPartition: Int64], timeout: Duration = .seconds(10)) async throws(KafkaError) {
         let handle = handle
         try await runBlocking("seek") { () throws(KafkaError) in
+            let deadline = ContinuousClock.now + timeout
             var offsets = offsets
             for (partition, offset) in offsets where offset == KafkaConsumer.beginning {
-                var low: Int64 = 0
-                var high: Int64 = 0
-                try KafkaError.check(rd_kafka_query_watermark_offsets(handle.raw, partition.topic, partition.partition,
-                                                                      &low, &high, milliseconds(timeout)),
-                                     "watermarks of \(partition)")
-                offsets[partition] = low
+                offsets[partition] = try Self.watermarks(of: partition, handle: handle, timeout: remaining(until: deadline, doing: "seek")).low
             }
             let list = PartitionList.make(offsets)
             defer { rd_kafka_topic_partition_list_destroy(list) }
-            try KafkaError.check(rd_kafka_seek_partitions(handle.raw, list, milliseconds(timeout)))
+            try KafkaError.check(rd_kafka_seek_partitions(handle.raw, list, milliseconds(remaining(until: deadline, doing: "seek"))))
             try PartitionList.checkErrors(list)
         }
+    }
+
+    /// Asks the partition leader for its watermarks (blocks the calling thread).
+    private static func watermarks(of partition: TopicPartition, handle: RdKafkaHandle, timeout: Duration) throws(KafkaError) -> Watermarks {
+        var low: Int64 = 0
+        var high: Int64 = 0
+        try KafkaError.check(rd_kafka_query_watermark_offsets(handle.raw, partition.topic, partition.partition,
+                                                              &low, &high, milliseconds(timeout)),
+                             "watermarks of \(partition)")
+        return Watermarks(low: low, high: high)
     }
 
     // MARK: Offsets
@@ -222,12 +229,7 @@ public final class KafkaConsumer: Sendable {
     public func queryWatermarks(_ partition: TopicPartition, timeout: Duration = .seconds(10)) async throws(KafkaError) -> Watermarks {
         let handle = handle
         return try await runBlocking("watermarks") { () throws(KafkaError) in
-            var low: Int64 = 0
-            var high: Int64 = 0
-            try KafkaError.check(rd_kafka_query_watermark_offsets(handle.raw, partition.topic, partition.partition,
-                                                                  &low, &high, milliseconds(timeout)),
-                                 "watermarks of \(partition)")
-            return Watermarks(low: low, high: high)
+            try Self.watermarks(of: partition, handle: handle, timeout: timeout)
         }
     }
 

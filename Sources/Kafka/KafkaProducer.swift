@@ -204,10 +204,7 @@ public final class KafkaProducer: Sendable {
         try await runBlocking("prepare-topics") { () throws(KafkaError) in
             let deadline = ContinuousClock.now + timeout
             for topic in topics {
-                let remaining = deadline - ContinuousClock.now
-                guard remaining > .zero else {
-                    throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, detail: "metadata of \(topic)")
-                }
+                let left = try remaining(until: deadline, doing: "metadata of \(topic)")
                 // The topic object keeps the metadata the request below fills in; librdkafka
                 // holds its own reference while the topic is known.
                 guard let topicHandle = rd_kafka_topic_new(handle.raw, topic, nil) else {
@@ -215,7 +212,7 @@ public final class KafkaProducer: Sendable {
                 }
                 defer { rd_kafka_topic_destroy(topicHandle) }
                 var metadata: UnsafePointer<rd_kafka_metadata>?
-                try KafkaError.check(rd_kafka_metadata(handle.raw, 0, topicHandle, &metadata, milliseconds(remaining)),
+                try KafkaError.check(rd_kafka_metadata(handle.raw, 0, topicHandle, &metadata, milliseconds(left)),
                                      "metadata of \(topic)")
                 if let metadata { rd_kafka_metadata_destroy(metadata) }
             }

@@ -52,6 +52,14 @@ func milliseconds(_ duration: Duration) -> Int32 {
     return Int32(clamping: max(0, ms))
 }
 
+/// What is left of `deadline` for a call that makes several blocking librdkafka requests under
+/// one timeout; a timeout error naming `what` once it has passed.
+func remaining(until deadline: ContinuousClock.Instant, doing what: String) throws(KafkaError) -> Duration {
+    let remaining = deadline - ContinuousClock.now
+    guard remaining > .zero else { throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, detail: what) }
+    return remaining
+}
+
 /// The text librdkafka wrote into an `errstr` buffer (NUL-terminated).
 func errorText(_ buffer: [CChar]) -> String {
     let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
