@@ -120,6 +120,7 @@ public final class InMemoryConsumer: LogConsumer {
         log.state.withLock { state in
             for partition in partitions where state.members[memberId]?.assignment.contains(partition) == true {
                 state.members[memberId]?.paused.insert(partition)
+                state.pauses[instance, default: 0] += 1
             }
         }
     }

@@ -123,6 +123,8 @@ public final class InMemoryLog: Sendable {
         var dead: Set<String> = []
         var steps: [String: Int] = [:]
         var stepLog: [String: [Step]] = [:]
+        /// Per instance, how many partitions its consumers paused (each partition of a call).
+        var pauses: [String: Int] = [:]
         var faults: [String: (at: Int, fault: Fault)] = [:]
         var crashHandlers: [String: @Sendable (Step) -> Void] = [:]
     }
@@ -211,6 +213,10 @@ public final class InMemoryLog: Sendable {
     }
 
     public func isDead(_ instance: String) -> Bool { state.withLock { $0.dead.contains(instance) } }
+
+    /// How many partitions `instance`'s consumers paused so far, each paused partition of each
+    /// `pause` call counted (a test checks that backpressure happened at all).
+    public func pauses(of instance: String) -> Int { state.withLock { $0.pauses[instance] ?? 0 } }
 
     /// Counts a step of `instance` and applies the fault injected there, if any: throws when
     /// the step must not take effect. Call `afterStep` once it took effect.

@@ -24,6 +24,9 @@ public enum WorkerEnvironment {
     public static let batchMaxRecords = Variable(
         name: "FLEET_BATCH_MAX_RECORDS", defaultValue: "1000",
         meaning: "Most records handed over by one poll; a commit interval folds as many polls as it takes.")
+    public static let laneBufferBytes = Variable(
+        name: "FLEET_LANE_BUFFER_BYTES", defaultValue: String(WorkerSettings.defaultLaneBufferBytes),
+        meaning: "Bytes of fetched records (key + value) a partition's fold may have queued before the partition's fetching is paused, until it is down to a quarter: the memory bound per assigned partition. Keep it large enough that pauses are rare: a pause makes librdkafka drop what it prefetched for the partition and fetch it again.")
     public static let guarantee = Variable(
         name: "FLEET_GUARANTEE", defaultValue: "exactly_once",
         meaning: "`exactly_once` (one transaction per commit interval: outputs, state, history and offsets; Apache Kafka >= 2.5) or `at_least_once` (produce, await acks, then commit offsets; for brokers without complete transactions).")
@@ -76,7 +79,7 @@ public enum WorkerEnvironment {
         meaning: "Any librdkafka property: KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol (lowercase, _ → .).")
 
     public static let all: [Variable] = [
-        bootstrapServers, groupId, instanceId, guarantee, commitInterval, tickInterval, batchMaxRecords,
+        bootstrapServers, groupId, instanceId, guarantee, commitInterval, tickInterval, batchMaxRecords, laneBufferBytes,
         httpPort, httpHost, profile, metadataCheckInterval, topicPrefix, logLevel, maxRecordBytes, maxOutputBytes,
         maxStateBytes, poisonAttempts, stallUnits, crashDrill, stateImages, kafkaPassThrough,
     ]
@@ -105,6 +108,7 @@ extension WorkerSettings {
             of: worker, configured: value(WorkerEnvironment.groupId), topicPrefix: value(WorkerEnvironment.topicPrefix) ?? "")
         let instanceId = value(WorkerEnvironment.instanceId) ?? environment["POD_NAME"]
         let batchMaxRecords = try positiveInt(WorkerEnvironment.batchMaxRecords)
+        let laneBufferBytes = try positiveInt(WorkerEnvironment.laneBufferBytes)
         let guaranteeText = value(WorkerEnvironment.guarantee) ?? ""
         guard let guarantee = DeliveryGuarantee(rawValue: guaranteeText) else {
             throw SettingsError("FLEET_GUARANTEE must be exactly_once or at_least_once, got '\(guaranteeText)'")
@@ -134,7 +138,7 @@ extension WorkerSettings {
             httpPort: port, httpHost: httpHost, profile: profile, metadataCheckInterval: metadataCheckInterval,
             logLevel: logLevel, topics: topics, kafkaPassThrough: kafkaPassThrough, limits: limits,
             poisonAttempts: poisonAttempts, stallUnits: stallUnits, crashDrillAfterUnits: crashDrillAfterUnits,
-            stateImages: stateImages)
+            stateImages: stateImages, laneBufferBytes: laneBufferBytes)
     }
 
     /// The record contract's sizes from `FLEET_MAX_RECORD_BYTES`, `FLEET_MAX_OUTPUT_BYTES` and

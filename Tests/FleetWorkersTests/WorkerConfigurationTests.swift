@@ -13,6 +13,9 @@ struct WorkerConfigurationTests {
         #expect(settings.groupId == "delivery-worker")
         #expect(settings.instanceId == nil)
         #expect(settings.batchMaxRecords == 1000)
+        #expect(settings.laneBufferBytes == 4 << 20)
+        #expect(try WorkerSettings(worker: .delivery, environment: ["FLEET_LANE_BUFFER_BYTES": "65536"]).laneBufferBytes == 65_536)
+        #expect(throws: SettingsError.self) { try WorkerSettings(worker: .delivery, environment: ["FLEET_LANE_BUFFER_BYTES": "0"]) }
         #expect(settings.topics.prefix == "")
         // Fleets under different prefixes never share a consumer group.
         #expect(try WorkerSettings(worker: .sync, environment: ["FLEET_TOPIC_PREFIX": "staging."]).groupId == "staging.sync-worker")

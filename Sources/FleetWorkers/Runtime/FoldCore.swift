@@ -460,7 +460,7 @@ actor FoldCore<P: UserProcessor> {
             lane: PartitionLane(
                 partition: partition, fold: fold, nextOffset: nextOffset, context: context, generations: generations,
                 quarantined: mine),
-            highWater: max(4 * settings.batchMaxRecords, 4_000),
+            bufferBytes: settings.laneBufferBytes,
             drained: { [weak self] partition, id in await self?.laneDrained(partition, lane: id) })
         laneStarts.start(lane)
         return lane

@@ -8,9 +8,12 @@ import Synchronization
 /// order, while other partitions fold on theirs: partitions fold in parallel on every core.
 ///
 /// The queue is bounded by the dispatcher: `submit` says when the lane holds more than its
-/// high-water mark, the dispatcher pauses the partition's fetching, and the lane calls
-/// `drained` once it is down to its low-water mark, so memory stays bounded without one busy
-/// partition holding up the others.
+/// high-water mark (`FLEET_LANE_BUFFER_BYTES` of keys and values), the dispatcher pauses the
+/// partition's fetching, and the lane calls `drained` once it is down to its low-water mark (a
+/// quarter), so memory stays bounded without one busy partition holding up the others. The
+/// mark is in bytes because records of one inbox differ in size by two orders of magnitude, and
+/// large because a pause is not free: librdkafka drops the partition's prefetched records and
+/// fetches them again after the resume.
 ///
 /// Everything the runtime asks of the fold goes through the same queue, so it applies exactly
 /// between two records: `seal()` ends the unit after the records submitted before it,
@@ -21,7 +24,7 @@ final class FoldLane<P: UserProcessor>: Sendable {
     let partition: Int32
 
     private enum Job: Sendable {
-        case records([KafkaMessage])
+        case records([KafkaMessage], bytes: Int)
         case seal(Handoff<PartitionLane<P>.Sealed?>)
         case route(GenerationMap)
         case stop(CheckedContinuation<(fold: PartitionFold<P>, nextOffset: Int64?)?, Never>)
@@ -29,7 +32,7 @@ final class FoldLane<P: UserProcessor>: Sendable {
 
     private struct Shared: Sendable {
         var jobs: Deque<Job> = []
-        var queuedRecords = 0
+        var queuedBytes = 0
         var waiter: CheckedContinuation<Void, Never>?
         var discarded = false
         /// Whether the dispatcher paused the partition because this lane was full.
@@ -47,14 +50,14 @@ final class FoldLane<P: UserProcessor>: Sendable {
     private let drained: @Sendable (_ partition: Int32, _ lane: Int) async -> Void
 
     /// `drained` is called (from the lane's task) when a lane whose partition was paused for
-    /// being full is down to its low-water mark.
+    /// being full is down to a quarter of `bufferBytes`.
     init(
-        id: Int, lane: PartitionLane<P>, highWater: Int, drained: @escaping @Sendable (_ partition: Int32, _ lane: Int) async -> Void
+        id: Int, lane: PartitionLane<P>, bufferBytes: Int, drained: @escaping @Sendable (_ partition: Int32, _ lane: Int) async -> Void
     ) {
         self.id = id
         self.partition = lane.partition
-        self.highWater = max(highWater, 1)
-        self.lowWater = max(highWater / 4, 1)
+        self.highWater = max(bufferBytes, 1)
+        self.lowWater = bufferBytes / 4
         let topics = lane.context.settings.topics
         self.foldedTopic = topics.logical(lane.context.layout.foldedTopic) ?? lane.context.layout.foldedTopic
         self.observer = lane.context.observer
@@ -69,11 +72,13 @@ final class FoldLane<P: UserProcessor>: Sendable {
     /// over its high-water mark and marks it paused: the caller pauses the partition, and the
     /// lane calls `drained` when it may resume.
     func submit(_ records: [KafkaMessage]) -> Bool {
+        var bytes = 0
+        for record in records { bytes += (record.key?.count ?? 0) + (record.value?.count ?? 0) }
         let (waiter, full) = shared.withLock { shared -> (CheckedContinuation<Void, Never>?, Bool) in
             guard !shared.discarded else { return (nil, false) }
-            shared.jobs.append(.records(records))
-            shared.queuedRecords += records.count
-            let full = !shared.paused && shared.queuedRecords > highWater
+            shared.jobs.append(.records(records, bytes: bytes))
+            shared.queuedBytes += bytes
+            let full = !shared.paused && shared.queuedBytes > highWater
             if full { shared.paused = true }
             return (shared.waiter.take(), full)
         }
@@ -110,7 +115,7 @@ final class FoldLane<P: UserProcessor>: Sendable {
             shared.discarded = true
             let pending = shared.jobs
             shared.jobs = []
-            shared.queuedRecords = 0
+            shared.queuedBytes = 0
             return (shared.waiter.take(), pending)
         }
         for job in pending { Self.cancel(job) }
@@ -151,14 +156,14 @@ final class FoldLane<P: UserProcessor>: Sendable {
         guard var lane = start.withLock({ $0.take() }) else { return }
         while let job = await nextJob() {
             switch job {
-            case .records(let records):
+            case .records(let records, let bytes):
                 let folded = lane.fold(records)
                 if folded > 0 { observer?.recordIn(topic: foldedTopic, count: folded) }
                 let wakeUp = lane.nextWakeUp
                 let resume = shared.withLock { shared -> Bool in
-                    shared.queuedRecords -= records.count
+                    shared.queuedBytes -= bytes
                     shared.nextWakeUp = wakeUp
-                    guard shared.paused, shared.queuedRecords <= lowWater, !shared.discarded else { return false }
+                    guard shared.paused, shared.queuedBytes <= lowWater, !shared.discarded else { return false }
                     shared.paused = false
                     return true
                 }

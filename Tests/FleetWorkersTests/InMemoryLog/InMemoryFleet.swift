@@ -24,6 +24,8 @@ struct InMemoryFleet: Sendable {
     }()
 
     let guarantee: DeliveryGuarantee
+    /// `FLEET_*` variables on top of the fleet's own (e.g. a tiny lane buffer).
+    let environment: [String: String]
     let log: InMemoryLog
     let namespace = TopicNamespace()
 
@@ -37,8 +39,9 @@ struct InMemoryFleet: Sendable {
     }
 
     /// A log with every fleet topic; `drive` writes the input.
-    init(guarantee: DeliveryGuarantee) throws {
+    init(guarantee: DeliveryGuarantee, environment: [String: String] = [:]) throws {
         self.guarantee = guarantee
+        self.environment = environment
         log = InMemoryLog(group: "delivery")
         let input = Self.input(namespace: namespace)
         let size = Self.waveSize
@@ -104,7 +107,7 @@ struct InMemoryFleet: Sendable {
             "FLEET_COMMIT_INTERVAL_MS": "5",
             "FLEET_BATCH_MAX_RECORDS": "8",
             "FLEET_HTTP_PORT": "0",
-        ])
+        ].merging(environment) { _, override in override })
     }
 
     /// One running runtime instance.

@@ -82,6 +82,20 @@ struct RuntimeOnInMemoryLogTests {
         #expect(first.states.count == 6)
     }
 
+    @Test("a lane buffer of one byte pauses a partition at every batch, and the run writes what an uninterrupted run writes",
+          arguments: DeliveryGuarantee.allCases)
+    func backpressureLosesNothing(guarantee: DeliveryGuarantee) async throws {
+        let reference = try await Self.uninterrupted(guarantee)
+        let fleet = try InMemoryFleet(guarantee: guarantee, environment: ["FLEET_LANE_BUFFER_BYTES": "1"])
+        let instance = try fleet.start("paused")
+        _ = try await fleet.drive(until: "the run with a one-byte lane buffer")
+        try await fleet.stop(instance)
+        // Every batch of the inbox fills its lane: the partition is paused, then resumed once
+        // the lane has folded it (`FoldLane`), so the run pauses at least once per wave.
+        #expect(fleet.log.pauses(of: "paused") >= fleet.waves.count, "paused \(fleet.log.pauses(of: "paused")) times")
+        try Self.check(fleet, against: reference, "\(guarantee.rawValue), one-byte lane buffer")
+    }
+
     @Test("a crash at any step of a unit, then a fresh instance: nothing lost, nothing changed (P-IDEM-1)",
           arguments: DeliveryGuarantee.allCases)
     func crashAtEveryStep(guarantee: DeliveryGuarantee) async throws {
