@@ -1,3 +1,4 @@
+import DeliveryPolicy
 import FleetModel
 import Kafka
 import Logging
@@ -97,7 +98,15 @@ struct PartitionLane<P: UserProcessor>: Sendable {
 
     /// Folds the messages of this partition (physical topic names), skipping re-delivered copies.
     /// Returns how many were folded.
-    mutating func fold(_ batch: some Sequence<KafkaMessage>) -> Int {
+    ///
+    /// Specialised for the delivery engine, the fleet's busiest processor: the runtime is
+    /// generic over its processor and the processor's module is not visible where the fold is
+    /// compiled, so the fold (and `PartitionFold`, inlined into it) ran unspecialised, looking
+    /// up generic metadata for every state it touched (~5 % of the worker's CPU). The generic
+    /// entry point calls this specialisation when `P` is `DeliveryEngine`: RuntimeBenchmark,
+    /// three alternating pairs, 13–15 % less CPU per input, 12–18 % more records/s.
+    @_specialize(where P == DeliveryEngine)
+    mutating func fold(_ batch: [KafkaMessage]) -> Int {
         var count = 0
         for message in batch where fold(message) { count += 1 }
         return count
@@ -215,6 +224,8 @@ struct PartitionLane<P: UserProcessor>: Sendable {
     /// Ends the open unit: its records to produce, in an order fixed by the log alone (outputs
     /// as folded; then the changed users' states and history images, by user id; then the
     /// position), and the offset to commit. The next record folds into a new unit.
+    /// Specialised for the delivery engine, as `fold` is.
+    @_specialize(where P == DeliveryEngine)
     mutating func seal() -> Sealed {
         let done = unit
         unit = Unit()
