@@ -108,7 +108,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            path: "RuntimeBenchmark"
+            path: "RuntimeBenchmark",
+            // The allocator the worker binaries link (the root package's `fleetAllocator`).
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
         ),
         // Sends/s through the stand-in APNs (TLS + HTTP/2) with the sender's client (issue 17);
         // a plain executable printing RESULT lines.
