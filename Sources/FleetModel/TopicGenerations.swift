@@ -34,10 +34,15 @@ extension Worker {
             history: Topics.named(historyTopic, generation: generation))
     }
 
-    /// The worker whose log `inbox` (a generation-1 inbox name) is, if any.
+    /// The worker whose log `inbox` (a generation-1 inbox name) is, if any. One lookup: every
+    /// output a worker writes is routed through it (`GenerationMap.route`), and scanning the
+    /// workers (building each one's ingest sources) cost ~1 % of a busy delivery worker's CPU.
     public static func owner(ofInbox inbox: String) -> Worker? {
-        allCases.first { $0.ownsItsLog && $0.foldedTopic == inbox }
+        inboxOwners[inbox]
     }
+
+    private static let inboxOwners: [String: Worker] = Dictionary(
+        uniqueKeysWithValues: allCases.filter(\.ownsItsLog).map { ($0.foldedTopic, $0) })
 }
 
 /// A worker's log, changelog and history in one generation (logical names).

@@ -57,7 +57,7 @@ public struct GenerationMap: Hashable, Sendable {
     /// other topic is returned unchanged.
     public func route(_ topic: String) -> String {
         guard let owner = Worker.owner(ofInbox: topic) else { return topic }
-        return owner.topics(generation: entry(for: owner).writeGeneration).log
+        return Topics.named(owner.foldedTopic, generation: entry(for: owner).writeGeneration)
     }
 }
 
