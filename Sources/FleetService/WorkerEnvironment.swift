@@ -26,7 +26,7 @@ public enum WorkerEnvironment {
         meaning: "Most records handed over by one poll; a commit interval folds as many polls as it takes.")
     public static let laneBufferBytes = Variable(
         name: "FLEET_LANE_BUFFER_BYTES", defaultValue: String(WorkerSettings.defaultLaneBufferBytes),
-        meaning: "Bytes of fetched records (key + value) a partition's fold may have queued before the partition's fetching is paused, until it is down to a quarter: the memory bound per assigned partition. Keep it large enough that pauses are rare: a pause makes librdkafka drop what it prefetched for the partition and fetch it again.")
+        meaning: "Bytes of fetched records (key + value, plus 64 a record) a partition's fold may have queued before the partition's fetching is paused, until it is down to a quarter: the memory bound per assigned partition. Keep it large enough that pauses are rare: a pause makes librdkafka drop what it prefetched for the partition and fetch it again.")
     public static let guarantee = Variable(
         name: "FLEET_GUARANTEE", defaultValue: "exactly_once",
         meaning: "`exactly_once` (one transaction per commit interval: outputs, state, history and offsets; Apache Kafka >= 2.5) or `at_least_once` (produce, await acks, then commit offsets; for brokers without complete transactions).")

@@ -41,12 +41,12 @@ public struct WorkerSettings: Sendable {
     public var crashDrillAfterUnits: Int?
     /// How state images are written (`FLEET_STATE_IMAGES`).
     public var stateImages: StateImageEncoding
-    /// How many bytes of records (key + value) a partition's lane may have queued before its
-    /// partition's fetching is paused (`FLEET_LANE_BUFFER_BYTES`); it fetches again once the
-    /// lane is down to a quarter.
+    /// How many bytes of records (key + value, plus 64 a record) a partition's lane may have
+    /// queued before its partition's fetching is paused (`FLEET_LANE_BUFFER_BYTES`); it fetches
+    /// again once the lane is down to a quarter.
     public var laneBufferBytes: Int
 
-    /// 4 MiB: about 23 000 records of the delivery inbox (182 bytes each). The bound has to keep
+    /// 4 MiB: about 17 000 records of the delivery inbox (182 bytes each, 246 as counted). The bound has to keep
     /// pauses rare, not only memory small: librdkafka drops what it prefetched for a partition
     /// when the partition is paused and fetches it again after the resume. At 4 000 records,
     /// the bound before, the 4-partition delivery worker paused all the time and did 40–53k

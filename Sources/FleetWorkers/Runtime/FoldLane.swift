@@ -8,7 +8,8 @@ import Synchronization
 /// order, while other partitions fold on theirs: partitions fold in parallel on every core.
 ///
 /// The queue is bounded by the dispatcher: `submit` says when the lane holds more than its
-/// high-water mark (`FLEET_LANE_BUFFER_BYTES` of keys and values), the dispatcher pauses the
+/// high-water mark (`FLEET_LANE_BUFFER_BYTES` of keys and values, plus `bytesPerRecord` each, so
+/// a partition of empty records is bounded too), the dispatcher pauses the
 /// partition's fetching, and the lane calls `drained` once it is down to its low-water mark (a
 /// quarter), so memory stays bounded without one busy partition holding up the others. The
 /// mark is in bytes because records of one inbox differ in size by two orders of magnitude, and
@@ -68,11 +69,14 @@ final class FoldLane<P: UserProcessor>: Sendable {
 
     // MARK: The dispatcher's side
 
+    /// What a queued record counts for besides its key and value.
+    static var bytesPerRecord: Int { 64 }
+
     /// Queues records of this partition (in offset order). Returns true when the lane is now
     /// over its high-water mark and marks it paused: the caller pauses the partition, and the
     /// lane calls `drained` when it may resume.
     func submit(_ records: [KafkaMessage]) -> Bool {
-        var bytes = 0
+        var bytes = records.count * Self.bytesPerRecord
         for record in records { bytes += (record.key?.count ?? 0) + (record.value?.count ?? 0) }
         let (waiter, full) = shared.withLock { shared -> (CheckedContinuation<Void, Never>?, Bool) in
             guard !shared.discarded else { return (nil, false) }
