@@ -46,9 +46,9 @@ public struct WorkerSettings: Sendable {
     /// again once the lane is down to a quarter.
     public var laneBufferBytes: Int
 
-    /// 4 MiB: about 17 000 records of the delivery inbox (182 bytes each, 246 as counted). The bound has to keep
-    /// pauses rare, not only memory small: librdkafka drops what it prefetched for a partition
-    /// when the partition is paused and fetches it again after the resume. At 4 000 records,
+    /// 4 MiB: about 17 000 records of the delivery inbox (182 bytes each, 246 as counted). The
+    /// bound has to keep pauses rare, not only memory small: librdkafka drops what it prefetched
+    /// for a partition when the partition is paused and fetches it again after the resume. At 4 000 records,
     /// the bound before, the 4-partition delivery worker paused all the time and did 40–53k
     /// records/s on one core; from 10 000 on it does 64–89k on both (RuntimeBenchmark).
     public static let defaultLaneBufferBytes = 4 << 20

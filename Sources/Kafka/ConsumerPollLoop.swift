@@ -31,7 +31,7 @@ final class ConsumerPollLoop: @unchecked Sendable {
 
     // Confined to the poll thread.
     private var revokedDuringPoll: Set<TopicPartition> = []
-    private var topicNames: [OpaquePointer: (name: String, cString: [CChar])] = [:]
+    private var topicNames: [OpaquePointer: String] = [:]
 
     let handle: RdKafkaHandle
     private let queue: RdKafkaHandle
@@ -221,11 +221,11 @@ final class ConsumerPollLoop: @unchecked Sendable {
     /// worker's CPU.
     private func topicName(_ rkt: OpaquePointer) -> String {
         let cName = rd_kafka_topic_name(rkt)!
-        if let cached = topicNames[rkt], cached.cString.withUnsafeBufferPointer({ strcmp($0.baseAddress!, cName) == 0 }) {
-            return cached.name
+        if let cached = topicNames[rkt], cached.withCString({ strcmp($0, cName) == 0 }) {
+            return cached
         }
         let name = String(cString: cName)
-        topicNames[rkt] = (name, Array(UnsafeBufferPointer(start: cName, count: strlen(cName) + 1)))
+        topicNames[rkt] = name
         return name
     }
 

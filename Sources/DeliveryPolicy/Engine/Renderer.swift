@@ -157,24 +157,13 @@ enum Renderer {
 /// The placeholder names a merge rule computes (`Renderer.render`), numbered. A template
 /// resolves each placeholder's name to its slot once, when the profile loads
 /// (`CopyTemplate.Segment`), so rendering finds a computed value by number.
-enum ComputedSlot: Int, Hashable, Sendable {
+enum ComputedSlot: Int, CaseIterable, Hashable, Sendable {
     case count, contactId, name, others, new, score, label, old, delta, note, second
 
+    /// The slot named `name` (`name` below is the one table of names); read when a profile loads.
     init?(name: String) {
-        switch name {
-        case "count": self = .count
-        case "contact_id": self = .contactId
-        case "name": self = .name
-        case "others": self = .others
-        case "new": self = .new
-        case "score": self = .score
-        case "label": self = .label
-        case "old": self = .old
-        case "delta": self = .delta
-        case "note": self = .note
-        case "second": self = .second
-        default: return nil
-        }
+        guard let slot = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = slot
     }
 
     /// The name, for the `data` field a slot without a computed value falls back to.
