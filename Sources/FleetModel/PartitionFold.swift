@@ -159,8 +159,7 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
                 "the state of user \(RecordError.quote(user)) restored from the changelog does not decode, so its records cannot be processed: \(error)")
             return step
         }
-        let start = before ?? processor.initialState(userId: user)
-        var state = start
+        var state = before ?? processor.initialState(userId: user)
         var context = ProcessingContext(now: now, userId: user, ids: step.ids)
         do {
             try processor.process(record, state: &state, context: &context)
@@ -176,7 +175,7 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         step.outputs.append(contentsOf: context.outputs)
         step.recordOutputs = firstOwn..<step.outputs.count
         step.recordUser = user
-        if store(state, for: user, start: start, before: before, into: &step) {
+        if store(state, for: user, before: before, into: &step) {
             timers.update(user, to: processor.nextWakeUp(state))
         }
         fireTimers(dueBy: now, into: &step)
@@ -249,13 +248,12 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
                 timers.rescheduleFired(user, to: nil, firedAt: now)
                 continue
             }
-            let start = before ?? processor.initialState(userId: user)
-            var state = start
+            var state = before ?? processor.initialState(userId: user)
             var context = ProcessingContext(now: now, userId: user, ids: step.ids)
             processor.fireTimers(state: &state, context: &context)
             step.ids = context.ids
             step.outputs.append(contentsOf: context.outputs)
-            store(state, for: user, start: start, before: before, into: &step)
+            store(state, for: user, before: before, into: &step)
             timers.rescheduleFired(user, to: processor.nextWakeUp(state), firedAt: now)
         }
     }
@@ -280,15 +278,22 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         return state
     }
 
-    /// Keeps `state` if it differs from `start` (the stored state, or the initial one of a user
-    /// never stored) and says whether it did: unchanged users cost no changelog record, users
-    /// a record did not change are not kept in memory, and an unchanged state has the same
-    /// wake-up as before.
+    /// Keeps `state` if it differs from where the step started (`before`, the stored state, or
+    /// the initial one of a user never stored) and says whether it did: unchanged users cost no
+    /// changelog record, users a record did not change are not kept in memory, and an unchanged
+    /// state has the same wake-up as before.
+    ///
+    /// The start is not kept as a copy of its own: a state copy is a retain per collection it
+    /// holds, and the initial state is made again only for a user never stored.
     @inlinable @discardableResult
     mutating func store(
-        _ state: P.State, for user: String, start: P.State, before: P.State?, into step: inout FoldStep<P.State>
+        _ state: P.State, for user: String, before: P.State?, into step: inout FoldStep<P.State>
     ) -> Bool {
-        if state == start { return false }
+        if let before {
+            if state == before { return false }
+        } else if state == processor.initialState(userId: user) {
+            return false
+        }
         storedStates[user] = state
         step.recordChange(of: user, before: before, after: state)
         return true

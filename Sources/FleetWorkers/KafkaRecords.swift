@@ -12,8 +12,13 @@ public enum KafkaRecords {
 
     /// The same, with `value` the record's canonical encoding, already made.
     public static func producerRecord(_ output: OutputRecord, value: [UInt8], in namespace: TopicNamespace) -> ProducerRecord {
+        producerRecord(output, value: value, physicalTopic: namespace.physical(output.topic))
+    }
+
+    /// The same, to `physicalTopic`, the output's topic already resolved (`OutputDestination`).
+    public static func producerRecord(_ output: OutputRecord, value: [UInt8], physicalTopic: String) -> ProducerRecord {
         ProducerRecord(
-            topic: namespace.physical(output.topic), key: output.key.isEmpty ? nil : Array(output.key.utf8),
+            topic: physicalTopic, key: output.key.isEmpty ? nil : Array(output.key.utf8),
             value: value, timestamp: output.timestamp.millisecondsSinceEpoch)
     }
 
@@ -31,7 +36,14 @@ public enum KafkaRecords {
     public static func producerRecord(
         _ output: OutputRecord, value: [UInt8], from step: SourceCoordinates, index: Int, in namespace: TopicNamespace
     ) -> ProducerRecord {
-        var record = producerRecord(output, value: value, in: namespace)
+        producerRecord(output, value: value, physicalTopic: namespace.physical(output.topic), from: step, index: index)
+    }
+
+    /// The same, to `physicalTopic`, the inbox's topic already resolved (`OutputDestination`).
+    public static func producerRecord(
+        _ output: OutputRecord, value: [UInt8], physicalTopic: String, from step: SourceCoordinates, index: Int
+    ) -> ProducerRecord {
+        var record = producerRecord(output, value: value, physicalTopic: physicalTopic)
         record.headers = provenanceHeaders(step) + [KafkaHeader(Header.sourceIndex, String(index))]
         return record
     }

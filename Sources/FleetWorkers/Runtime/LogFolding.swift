@@ -89,35 +89,40 @@ public enum LogFolding {
     /// writes a change record, with its before-image, per change.
     private static func encode<State>(_ step: FoldStep<State>, limits: RecordLimits, images: StateImageEncoding) -> Encoded {
         var encoded = Encoded()
-        encoded.outputs.reserveCapacity(step.outputs.count)
-        for (position, output) in step.outputs.enumerated() {
-            let value = RecordCodec.encode(output.record)
+        // Read in place through spans: iterating the arrays copied every output and both
+        // states of every change (a retain per string and collection they hold).
+        let outputs = step.outputs.span
+        encoded.outputs.reserveCapacity(outputs.count)
+        for position in outputs.indices {
+            let value = RecordCodec.encode(outputs[position].record)
             if value.count > limits.maxOutputBytes, encoded.violation == nil, step.recordOutputs.contains(position) {
-                encoded.violation = "its \(output.record.type) for \(output.topic) would be \(value.count) bytes, over the output limit of \(limits.maxOutputBytes) (FLEET_MAX_OUTPUT_BYTES)"
+                encoded.violation = "its \(outputs[position].record.type) for \(outputs[position].topic) would be \(value.count) bytes, over the output limit of \(limits.maxOutputBytes) (FLEET_MAX_OUTPUT_BYTES)"
             }
             encoded.outputs.append(value)
         }
-        encoded.states.reserveCapacity(step.changes.count)
+        let changeList = step.changes
+        let changes = changeList.span
+        encoded.states.reserveCapacity(changes.count)
         let allowed = limits.maxStateBytes - limits.stateHeadroom
-        for change in step.changes {
+        for index in changes.indices {
             if images == .binary {
-                if change.userId != step.recordUser {
+                if changes[index].userId != step.recordUser {
                     encoded.states.append(nil)
                     continue
                 }
-                if let bound = StateCoding.imageSizeBound(of: change.after, as: images), bound <= allowed {
+                if let bound = StateCoding.imageSizeBound(of: changes[index].after, as: images), bound <= allowed {
                     encoded.states.append(nil)
                     continue
                 }
             }
             do {
-                let image = try StateCoding.encode(change.after, as: images)
-                if image.count > allowed, encoded.violation == nil, change.userId == step.recordUser {
-                    encoded.violation = "the state of user \(RecordError.quote(change.userId)) would be \(image.count) bytes, over the \(allowed) a record may leave (state limit \(limits.maxStateBytes), FLEET_MAX_STATE_BYTES, less 1/16 for timers)"
+                let image = try StateCoding.encode(changes[index].after, as: images)
+                if image.count > allowed, encoded.violation == nil, changes[index].userId == step.recordUser {
+                    encoded.violation = "the state of user \(RecordError.quote(changes[index].userId)) would be \(image.count) bytes, over the \(allowed) a record may leave (state limit \(limits.maxStateBytes), FLEET_MAX_STATE_BYTES, less 1/16 for timers)"
                 }
                 encoded.states.append(image)
             } catch {
-                encoded.stateError = encoded.stateError ?? "cannot encode the state of user \(change.userId): \(error)"
+                encoded.stateError = encoded.stateError ?? "cannot encode the state of user \(changes[index].userId): \(error)"
                 encoded.states.append(nil)
             }
         }
@@ -142,13 +147,37 @@ public enum LogFolding {
         for output: OutputRecord, value: [UInt8], index: Int, of origin: SourceCoordinates, originIndex: Int?,
         in namespace: TopicNamespace
     ) -> ProducerRecord {
-        var record = KafkaRecords.isInbox(output.topic)
-            ? KafkaRecords.producerRecord(output, value: value, from: origin, index: index, in: namespace)
-            : KafkaRecords.producerRecord(output, value: value, in: namespace)
+        producerRecord(
+            for: output, value: value, to: OutputDestination(output.topic, in: namespace), index: index, of: origin,
+            originIndex: originIndex)
+    }
+
+    /// The same, to `destination`, the output's topic already resolved: the runtime resolves
+    /// each topic once per lane instead of once per output.
+    public static func producerRecord(
+        for output: OutputRecord, value: [UInt8], to destination: OutputDestination, index: Int, of origin: SourceCoordinates,
+        originIndex: Int?
+    ) -> ProducerRecord {
+        var record = destination.isInbox
+            ? KafkaRecords.producerRecord(output, value: value, physicalTopic: destination.physicalTopic, from: origin, index: index)
+            : KafkaRecords.producerRecord(output, value: value, physicalTopic: destination.physicalTopic)
         if output.hasOwnId {
             record.headers.append(KafkaHeader(
                 KafkaRecords.Header.sourceStep, OutputIDs(origin: origin, originIndex: originIndex).stem))
         }
         return record
+    }
+}
+
+/// Where the outputs written to one logical topic go: the physical topic, and whether it is a
+/// fleet inbox (whose records carry their provenance, `KafkaRecords.producerRecord(_:value:from:index:in:)`).
+public struct OutputDestination: Sendable {
+    public var physicalTopic: String
+    public var isInbox: Bool
+
+    /// `topic`'s destination in `namespace`; `topic` is already routed to its generation.
+    public init(_ topic: String, in namespace: TopicNamespace) {
+        self.physicalTopic = namespace.physical(topic)
+        self.isInbox = KafkaRecords.isInbox(topic)
     }
 }

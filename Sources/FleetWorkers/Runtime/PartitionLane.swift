@@ -26,7 +26,15 @@ struct PartitionLane<P: UserProcessor>: Sendable {
     /// The next offset to fold; anything below was folded (or is a re-delivered copy).
     private(set) var nextOffset: Int64?
     /// Where records addressed to an inbox go (the registry as the runtime last read it).
-    var generations: GenerationMap
+    var generations: GenerationMap {
+        didSet { destinations = [] }
+    }
+    /// Each logical topic the processor wrote to, with where its outputs go under `generations`:
+    /// routing, the namespace and the inbox check, worked out once per topic instead of once per
+    /// output. A processor writes to a handful of topics; past `maxDestinations` (a processor
+    /// naming topics from its input) each output is resolved on its own.
+    private var destinations: [(topic: String, destination: OutputDestination)] = []
+    private static var maxDestinations: Int { 32 }
     /// Inputs of this partition to dead-letter instead of folding (`FoldCore.Quarantine`), as
     /// they were when the lane started: quarantine changes only through a rewind, which starts
     /// new lanes.
@@ -117,9 +125,13 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         if let next = nextOffset, physical.offset < next { return false }
         nextOffset = physical.offset + 1
         unit.nextInput = physical.offset + 1
-        let layout = context.layout, settings = context.settings, namespace = settings.topics
+        // Only what the fold reads, not the whole settings and layout (one retain per string
+        // they hold, for every record).
+        let limits = context.settings.limits, stateImages = context.settings.stateImages
         var message = physical
-        message.topic = namespace.logical(physical.topic) ?? physical.topic
+        // A lane folds one partition of the folded log, whose logical name the layout has.
+        message.topic = physical.topic == context.layout.foldedTopic
+            ? context.layout.topics.log : context.settings.topics.logical(physical.topic) ?? physical.topic
         let cause = InputPosition(partition: physical.topicPartition, offset: physical.offset)
         if unit.unitStart == nil { unit.unitStart = physical.offset }
         if !quarantined.isEmpty, let quarantine = quarantined[physical.offset] {
@@ -130,7 +142,7 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         }
         let wakeUp = fold.nextWakeUp
         let logTimeBefore = fold.logTime
-        let folded = LogFolding.fold(message, into: &fold, limits: settings.limits, images: settings.stateImages)
+        let folded = LogFolding.fold(message, into: &fold, limits: limits, images: stateImages)
         if let error = folded.deadLetter { deadLetter(message, error: error, cause: cause) }
         guard let step = folded.step else { return true }
         for failure in step.undecodable {
@@ -150,31 +162,35 @@ struct PartitionLane<P: UserProcessor>: Sendable {
              recordTimestamp: message.timestamp, cause: cause)
 
         let logTime = fold.logTime ?? timestamp
-        for (change, image) in zip(step.changes, folded.stateImages) {
-            unit.states[change.userId] = LatestState(state: change.after, image: image, inputOffset: physical.offset)
-            switch settings.stateImages {
+        // Read in place (a span): iterating the changes copied both states of each.
+        let changeList = step.changes
+        let changes = changeList.span
+        for index in 0..<min(changes.count, folded.stateImages.count) {
+            let userId = changes[index].userId, image = folded.stateImages[index]
+            unit.states[userId] = LatestState(state: changes[index].after, image: image, inputOffset: physical.offset)
+            switch stateImages {
             case .binary:
                 // One history image per changed user per unit, written when the unit is sealed.
-                unit.changes[change.userId, default: UnitChanges(logTime: logTime)].record(physical.offset, logTime: logTime)
+                unit.changes[userId, default: UnitChanges(logTime: logTime)].record(physical.offset, logTime: logTime)
             case .json:
                 // What the builds before binary images wrote, so a rollback to them loses nothing:
                 // a change record per state change, with its before-image.
                 guard let after = image else { continue }  // JSON images are all encoded while folding.
                 let before: [UInt8]?
-                if let cached = unit.encodedInUnit[change.userId] {
+                if let cached = unit.encodedInUnit[userId] {
                     before = cached
                 } else {
                     do {
-                        before = try change.before.map { try StateCoding.encode($0, as: .json) }
+                        before = try changes[index].before.map { try StateCoding.encode($0, as: .json) }
                     } catch {
-                        unit.fatal = unit.fatal ?? "cannot encode the state of user \(change.userId): \(error)"
+                        unit.fatal = unit.fatal ?? "cannot encode the state of user \(userId): \(error)"
                         continue
                     }
                 }
-                unit.encodedInUnit[change.userId] = after
+                unit.encodedInUnit[userId] = after
                 unit.records.append(ChangelogRecords.change(
-                    userId: change.userId, before: before, after: after, input: KafkaRecords.coordinates(message),
-                    logTime: logTime, topic: layout.historyTopic, partition: partition))
+                    userId: userId, before: before, after: after, input: KafkaRecords.coordinates(message),
+                    logTime: logTime, topic: context.layout.historyTopic, partition: partition))
                 unit.causes.append(cause)
             }
         }
@@ -189,15 +205,15 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         cause: InputPosition
     ) {
         let observer = context.observer
-        for (index, (output, value)) in zip(outputs, values).enumerated() {
-            // Records for an inbox go to the generation its owner currently takes writes in.
-            var routed = output
-            routed.topic = generations.route(output.topic)
+        // Read in place (a span): iterating the outputs copied each one.
+        let outputs = outputs.span
+        for index in 0..<min(outputs.count, values.count) {
             unit.records.append(LogFolding.producerRecord(
-                for: routed, value: value, index: index, of: origin, originIndex: originIndex, in: context.settings.topics))
+                for: outputs[index], value: values[index], to: destination(of: outputs[index].topic), index: index, of: origin,
+                originIndex: originIndex))
             unit.causes.append(cause)
-            observer?.recordOut(topic: output.topic, count: 1)
-            switch output.record {
+            observer?.recordOut(topic: outputs[index].topic, count: 1)
+            switch outputs[index].record {
             case .decision(let decision):
                 observer?.decision(outcome: decision.outcome, reason: decision.reason, rule: decision.rule)
             case .delivery(let delivery):
@@ -210,6 +226,15 @@ struct PartitionLane<P: UserProcessor>: Sendable {
                 break
             }
         }
+    }
+
+    /// Where outputs to the logical `topic` go: records for an inbox go to the generation its
+    /// owner currently takes writes in.
+    private mutating func destination(of topic: String) -> OutputDestination {
+        for known in destinations where known.topic == topic { return known.destination }
+        let destination = OutputDestination(generations.route(topic), in: context.settings.topics)
+        if destinations.count < Self.maxDestinations { destinations.append((topic, destination)) }
+        return destination
     }
 
     private mutating func deadLetter(_ message: KafkaMessage, error: RecordError, cause: InputPosition, quarantinedAfter: Int? = nil) {
@@ -227,15 +252,20 @@ struct PartitionLane<P: UserProcessor>: Sendable {
     /// Specialised for the delivery engine, as `fold` is.
     @_specialize(where P == DeliveryEngine)
     mutating func seal() -> Sealed {
-        let done = unit
-        unit = Unit()
+        var done = Unit()
+        swap(&done, &unit)
         let layout = context.layout
         let foldedPartition = TopicPartition(layout.foldedTopic, partition)
-        var records = done.records
-        var causes = done.causes
+        // Taken out of `done`, so that growing them below moves the records instead of copying
+        // each one (a second reference would make `reserveCapacity` copy the buffer).
+        var records: [ProducerRecord] = []
+        var causes: [InputPosition?] = []
+        swap(&records, &done.records)
+        swap(&causes, &done.causes)
         var fatal = done.fatal
         let users = done.states.keys.sorted()
         records.reserveCapacity(records.count + users.count * 2 + 1)
+        causes.reserveCapacity(records.capacity)
         var images: [String: [UInt8]] = [:]
         images.reserveCapacity(users.count)
         for user in users {
