@@ -36,6 +36,10 @@ public final class InMemoryProducer: LogProducer {
         return reports
     }
 
+    public func send(contentsOf parts: [[ProducerRecord]]) async throws(KafkaError) {
+        _ = try await send(Array(parts.joined()))
+    }
+
     public func flush(timeout: Duration) async throws(KafkaError) {
         try log.checkAlive(instance)
     }

@@ -106,26 +106,7 @@ public final class KafkaProducer: Sendable {
     ///   already in flight).
     public func send(_ records: [ProducerRecord]) async throws(KafkaError) -> [DeliveryReport] {
         if records.isEmpty { return [] }
-        let admitted = sendGate.withLock { gate in
-            if gate.closed { return false }
-            gate.enqueueing += 1
-            return true
-        }
-        guard admitted else { throw KafkaError.closed("producer") }
-        let batch = DeliveryBatch(count: records.count)
-        for (index, record) in records.enumerated() {
-            var err = produce(record, opaque: batch.opaque(for: index))
-            while err == RD_KAFKA_RESP_ERR__QUEUE_FULL {
-                // The local queue is full: let the poll thread drain delivery reports, then retry.
-                try? await Task.sleep(for: .milliseconds(1))
-                err = produce(record, opaque: batch.opaque(for: index))
-            }
-            if err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                batch.refuse(index, error: KafkaError(err, detail: "produce to \(record.topic): \(String(cString: rd_kafka_err2str(err)))"))
-            }
-        }
-        sendGate.withLock { $0.enqueueing -= 1 }
-        await batch.waitForAll()
+        let batch = try await enqueue([records], count: records.count)
         var reports: [DeliveryReport] = []
         reports.reserveCapacity(records.count)
         for index in 0..<records.count {
@@ -139,7 +120,57 @@ public final class KafkaProducer: Sendable {
         return reports
     }
 
-    private func produce(_ record: ProducerRecord, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
+    /// Produces the records of `parts`, one part after the other, and waits until every one is
+    /// acknowledged: `send(_:)` of their concatenation, without building it (a copy of every
+    /// record) or the reports.
+    ///
+    /// - Throws: the first `KafkaError` in record order, its `recordIndex` counted across the parts.
+    public func send(contentsOf parts: [[ProducerRecord]]) async throws(KafkaError) {
+        let count = parts.reduce(0) { $0 + $1.count }
+        if count == 0 { return }
+        let batch = try await enqueue(parts, count: count)
+        for index in 0..<count {
+            if var error = batch.slots[index].error {
+                error.recordIndex = index
+                throw error
+            }
+        }
+    }
+
+    /// Enqueues `count` records, `parts` in order, back to back without suspension, and
+    /// returns once each has a delivery report in the batch.
+    private func enqueue(_ parts: [[ProducerRecord]], count: Int) async throws(KafkaError) -> DeliveryBatch {
+        let admitted = sendGate.withLock { gate in
+            if gate.closed { return false }
+            gate.enqueueing += 1
+            return true
+        }
+        guard admitted else { throw KafkaError.closed("producer") }
+        let batch = DeliveryBatch(count: count)
+        var index = 0
+        for part in parts {
+            // Read in place (a span): iterating the array copied every record.
+            let records = part.span
+            for position in records.indices {
+                var err = produce(records[position], opaque: batch.opaque(for: index))
+                while err == RD_KAFKA_RESP_ERR__QUEUE_FULL {
+                    // The local queue is full: let the poll thread drain delivery reports, then retry.
+                    try? await Task.sleep(for: .milliseconds(1))
+                    err = produce(records[position], opaque: batch.opaque(for: index))
+                }
+                if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    batch.refuse(index, error: KafkaError(
+                        err, detail: "produce to \(records[position].topic): \(String(cString: rd_kafka_err2str(err)))"))
+                }
+                index += 1
+            }
+        }
+        sendGate.withLock { $0.enqueueing -= 1 }
+        await batch.waitForAll()
+        return batch
+    }
+
+    private func produce(_ record: borrowing ProducerRecord, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
         let headers = HeaderBridge.make(record.headers)
         let err = withOptionalBytes(record.key) { key in
             withOptionalBytes(record.value) { value in

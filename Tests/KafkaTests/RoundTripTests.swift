@@ -39,4 +39,35 @@ struct RoundTripTests {
             }
         }
     }
+
+    /// `send(contentsOf:)`, how a worker ships a unit's parts: the records are written as their
+    /// concatenation would be, in order, and a refused record is named by its index across the
+    /// parts, the records around it written all the same.
+    @Test func partsAreWrittenInOrderAndAFailureIsCountedAcrossThem() async throws {
+        try await TestBroker.withTopics("parts", partitions: 1) { topics in
+            let topic = topics[0]
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
+            try await producer.prepare(topics: [topic])
+            func record(_ i: Int, partition: Int32? = nil) -> ProducerRecord {
+                ProducerRecord(topic: topic, partition: partition, key: "k", value: Array("part-\(i)".utf8))
+            }
+            try await producer.send(contentsOf: [[record(0), record(1)], [], [record(2)], [record(3), record(4), record(5)]])
+            // Partition 7 does not exist: the fifth record of the concatenation is refused.
+            await #expect {
+                try await producer.send(contentsOf: [[record(6), record(7)], [record(8), record(9), record(99, partition: 7)], [record(10)]])
+            } throws: { error in
+                (error as? KafkaError)?.recordIndex == 4
+            }
+            try await producer.send(contentsOf: [])
+            await producer.close()
+
+            let consumer = try KafkaConsumer(
+                configuration: try TestBroker.consumerConfiguration(group: TestBroker.unique("parts")), logger: .tests)
+            try consumer.subscribe(topics: [topic])
+            let messages = try await TestBroker.collect(consumer, count: 11)
+            await consumer.close()
+            #expect(messages.map { String(decoding: $0.value ?? [], as: UTF8.self) } == (0...10).map { "part-\($0)" })
+            #expect(messages.map(\.offset) == Array(0...10))
+        }
+    }
 }

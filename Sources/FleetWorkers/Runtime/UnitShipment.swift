@@ -36,25 +36,28 @@ struct UnitShipment: Sendable {
     func ship<P: UserProcessor>(ingest: CommitUnit, parts: [Handoff<PartitionLane<P>.Sealed?>]) async -> ShipmentOutcome {
         // The ingest part first, then each partition's part in partition order: every topic
         // partition gets its records in the order its own partition's fold made them.
-        var records = ingest.records
-        var causes = ingest.causes
+        // Shipped as the parts they are: concatenating them copied every record.
+        var records = [ingest.records]
+        var causes = [ingest.causes]
         var offsets = ingest.offsets
+        records.reserveCapacity(parts.count + 1)
+        causes.reserveCapacity(parts.count + 1)
         for handoff in parts {
             guard let part = await handoff.value else {
                 return .abandoned("a partition's lane ended before it sealed its part of the unit")
             }
             if let failure = part.fatal { return .stopped(WorkerStopped(description: failure)) }
-            records += part.records
-            causes += part.causes
+            records.append(part.records)
+            causes.append(part.causes)
             if let next = part.nextInput { offsets[TopicPartition(layout.foldedTopic, part.partition)] = next }
         }
-        guard !records.isEmpty || !offsets.isEmpty else { return .empty }
+        guard records.contains(where: { !$0.isEmpty }) || !offsets.isEmpty else { return .empty }
         let started = ContinuousClock.now
         switch guarantee {
         case .exactlyOnce:
             do {
                 try producer.beginTransaction()
-                _ = try await producer.send(records)
+                try await producer.send(contentsOf: records)
                 crashDrill?.unitProduced()
                 if !offsets.isEmpty {
                     try await producer.sendOffsetsToTransaction(offsets, membership: consumer.membership())
@@ -69,13 +72,13 @@ struct UnitShipment: Sendable {
                 } catch {
                     return .stopped(WorkerStopped(description: "aborting the transaction failed: \(error)"))
                 }
-                return .failed(error, causes: causes, what: "the transaction was aborted")
+                return .failed(error, causes: Array(causes.joined()), what: "the transaction was aborted")
             }
         case .atLeastOnce:
             do {
-                _ = try await producer.send(records)
+                try await producer.send(contentsOf: records)
             } catch {
-                return .failed(error, causes: causes, what: "producing the unit failed")
+                return .failed(error, causes: Array(causes.joined()), what: "producing the unit failed")
             }
             crashDrill?.unitProduced()
             do {
@@ -87,8 +90,15 @@ struct UnitShipment: Sendable {
             }
         }
         var stateRecords = 0, historyRecords = 0
-        for record in records {
-            if record.topic == layout.stateTopic { stateRecords += 1 } else if record.topic == layout.historyTopic { historyRecords += 1 }
+        for part in records {
+            let part = part.span
+            for index in part.indices {
+                if part[index].topic == layout.stateTopic {
+                    stateRecords += 1
+                } else if part[index].topic == layout.historyTopic {
+                    historyRecords += 1
+                }
+            }
         }
         return .committed(
             offsets: offsets, stateRecords: stateRecords, historyRecords: historyRecords, elapsed: ContinuousClock.now - started)

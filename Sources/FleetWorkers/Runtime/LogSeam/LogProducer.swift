@@ -20,6 +20,10 @@ public import Kafka
 public protocol LogProducer: AnyObject, Sendable {
     /// Produces `records` and waits for every acknowledgement; one report per record, in order.
     func send(_ records: [ProducerRecord]) async throws(KafkaError) -> [DeliveryReport]
+    /// Produces the records of `parts`, one part after the other, as `send` of their
+    /// concatenation would (a failed record's `KafkaError.recordIndex` counts across the parts),
+    /// without building it: a unit is shipped as its partitions' parts.
+    func send(contentsOf parts: [[ProducerRecord]]) async throws(KafkaError)
     /// Waits until every record sent is acknowledged.
     func flush(timeout: Duration) async throws(KafkaError)
     /// Learns where these topics' partitions live before the first `send` to them, so that
