@@ -167,6 +167,11 @@ public enum RecordCodec {
     /// instead of rounded to a `Double`, and malformed number tokens in a typed field, or
     /// invalid JSON in general, all read "not valid JSON".
     public static func decode(_ bytes: some Collection<UInt8>) throws(RecordError) -> FleetRecord {
+        // Intents written plainly are read straight from the bytes (`IntentByteDecoding`);
+        // everything else, and anything unusual about an intent, through the tree.
+        if let intent = bytes.withContiguousStorageIfAvailable(IntentByteDecoding.intent) ?? nil {
+            return try validated(.intent(intent))
+        }
         let node: JSONNode
         do {
             node = try JSONReader.read(bytes, dialect: .foundationCompatible)
@@ -183,6 +188,11 @@ public enum RecordCodec {
         } catch {
             throw RecordError("not a JSON record: \(error)")
         }
+        return try validated(record)
+    }
+
+    /// `record`, decoded, once it has its ids and its payload's own checks pass.
+    private static func validated(_ record: FleetRecord) throws(RecordError) -> FleetRecord {
         try requireNonEmpty(record.id, "id")
         if case .tick = record {} else { try requireNonEmpty(record.userId, "user_id") }
         try record.payload.validate()
