@@ -1,4 +1,4 @@
-import FleetModel
+@testable import FleetModel
 import PropertyBased
 import Testing
 
@@ -27,6 +27,23 @@ struct TimestampTests {
         #expect(Timestamp(millisecondsSinceEpoch: 0).rfc3339 == "1970-01-01T00:00:00Z")
         #expect(Timestamp(millisecondsSinceEpoch: 1_795_240_029_120).rfc3339 == "2026-11-21T05:47:09.120Z")
         #expect(Timestamp(millisecondsSinceEpoch: -1).rfc3339 == "1969-12-31T23:59:59.999Z")
+    }
+
+    @Test("formatting straight into bytes writes what spelling it out with String(_:) writes, in every year")
+    func fastFormattingAgrees() async throws {
+        // Years about -10 700 to 14 600: the fast path's 0–9999 and the spelled-out ones around it.
+        await propertyCheck(count: 3000, input: Gen.int64(in: -400_000_000_000_000...400_000_000_000_000)) { ms in
+            let t = Timestamp(millisecondsSinceEpoch: ms)
+            #expect(t.rfc3339 == t.rfc3339Spelled)
+            let whole = Timestamp(millisecondsSinceEpoch: ms - ms % 1000)
+            #expect(whole.rfc3339 == whole.rfc3339Spelled)
+        }
+        for text in ["0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", "0001-02-03T04:05:06.007Z"] {
+            let t = try #require(Timestamp(rfc3339: text))
+            #expect(t.rfc3339 == text)
+        }
+        let tenThousand = Timestamp(millisecondsSinceEpoch: 253_402_300_800_000)  // 10000-01-01T00:00:00Z
+        #expect(tenThousand.rfc3339 == "10000-01-01T00:00:00Z" && tenThousand.rfc3339 == tenThousand.rfc3339Spelled)
     }
 
     @Test("format then parse is the identity")
