@@ -167,10 +167,10 @@ public enum RecordCodec {
     /// instead of rounded to a `Double`, and malformed number tokens in a typed field, or
     /// invalid JSON in general, all read "not valid JSON".
     public static func decode(_ bytes: some Collection<UInt8>) throws(RecordError) -> FleetRecord {
-        // Intents written plainly are read straight from the bytes (`IntentByteDecoding`);
-        // everything else, and anything unusual about an intent, through the tree.
-        if let intent = bytes.withContiguousStorageIfAvailable(IntentByteDecoding.intent) ?? nil {
-            return try validated(.intent(intent))
+        // Intents and app events written plainly are read straight from the bytes
+        // (`PlainRecordDecoding`); everything else, and anything unusual about them, through the tree.
+        if let record = bytes.withContiguousStorageIfAvailable(PlainRecordDecoding.record) ?? nil {
+            return try validated(record)
         }
         let node: JSONNode
         do {

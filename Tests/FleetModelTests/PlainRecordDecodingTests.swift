@@ -3,12 +3,12 @@ import FleetTestSupport
 import PropertyBased
 import Testing
 
-// `RecordCodec.decode` reads plainly written intents straight from their bytes
-// (`IntentByteDecoding`) and everything else through the tree. The byte path must take the
+// `RecordCodec.decode` reads plainly written intents and app events straight from their bytes
+// (`PlainRecordDecoding`) and everything else through the tree. The byte path must take the
 // records the fleet writes (else it is dead weight) and give exactly what the tree and
 // `JSONDecoder` give; anything unusual must be left to the tree, which alone reports errors.
 // `RecordCodecDifferentialTests` checks random, mutated and malformed intents end to end.
-struct IntentByteDecodingTests {
+struct PlainRecordDecodingTests {
     /// An intent as upstream workers write them: ASCII ids and names, any free-form data.
     static func plainIntent(_ dice: inout Dice) -> Intent {
         let data = RecordCodecDifferentialTests.randomJSON(&dice).objectValue ?? ["k": .int(Int64(dice.below(1000)))]
@@ -23,8 +23,31 @@ struct IntentByteDecodingTests {
                 offset: Int64(dice.next() % 1_000_000_000_000_000) * (dice.chance(95) ? 1 : -1)))
     }
 
+    static func byteRecord(_ bytes: [UInt8]) -> FleetRecord? {
+        bytes.withUnsafeBufferPointer(PlainRecordDecoding.record)
+    }
+
     static func byteIntent(_ bytes: [UInt8]) -> Intent? {
-        bytes.withUnsafeBufferPointer(IntentByteDecoding.intent)
+        guard case .intent(let intent)? = byteRecord(bytes) else { return nil }
+        return intent
+    }
+
+    /// An app event as the app's ingest writes them: ASCII ids, names and zones.
+    static func plainEvent(_ dice: inout Dice) -> FleetRecord {
+        let id = "e\(dice.next() % 1_000_000)", userId = "u\(dice.below(100_000))"
+        switch dice.below(4) {
+        case 0:
+            return .appOpened(AppOpened(
+                id: id, userId: userId, entrySource: dice.pick(EntrySource.allCases),
+                notificationId: dice.chance(50) ? "n\(dice.below(1000))" : nil))
+        case 1:
+            let zone = Zone(identifier: dice.pick(["UTC", "Europe/Berlin", "Asia/Kathmandu", "America/New_York"]))
+            return .userSignedUp(UserSignedUp(id: id, userId: userId, timeZone: zone ?? .utc))
+        case 2:
+            return .notificationOpened(NotificationInteraction(id: id, userId: userId, notificationId: "n1", category: "SCORE"))
+        default:
+            return .notificationDismissed(NotificationInteraction(id: id, userId: userId, notificationId: "n2", category: "TIPS"))
+        }
     }
 
     /// The record with insignificant whitespace around its colons and commas.
@@ -60,6 +83,66 @@ struct IntentByteDecodingTests {
                 #expect((try? RecordCodec.decode(variant)) == .intent(expected))
             }
         }
+    }
+
+    @Test("app events as the app writes them, also spaced out, are read from the bytes, as JSONDecoder reads them")
+    func plainEventsTakeTheBytePath() async {
+        await propertyCheck(count: 400, input: Gen.int(in: 0...Int(Int32.max))) { seed in
+            var dice = Dice(seed: seed)
+            let bytes = RecordCodec.encode(Self.plainEvent(&dice))
+            for variant in [bytes, Self.spaced(bytes, &dice)] {
+                guard case .success(let expected) = FoundationRecordDecoding.decode(variant) else {
+                    Issue.record("JSONDecoder does not read \(String(decoding: variant, as: UTF8.self))")
+                    continue
+                }
+                #expect(Self.byteRecord(variant) == expected, "not read from the bytes: \(String(decoding: variant, as: UTF8.self))")
+                #expect((try? RecordCodec.decode(variant)) == expected)
+            }
+        }
+    }
+
+    static let opened = #"{"entry_source":"notification","id":"e1","notification_id":"n1","type":"app.opened","user_id":"u1","v":1}"#
+    static let signedUp = #"{"id":"e2","time_zone":"Asia/Kolkata","type":"user.signed_up","user_id":"u1","v":1}"#
+    static let dismissed = #"{"category":"SCORE","id":"e3","notification_id":"n1","type":"notification.dismissed","user_id":"u1","v":1}"#
+
+    @Test("the plain events the variants below start from are read from the bytes")
+    func plainEventsAreReadFromTheBytes() throws {
+        #expect(Self.byteRecord(Array(Self.opened.utf8)) == .appOpened(AppOpened(id: "e1", userId: "u1", entrySource: .notification, notificationId: "n1")))
+        #expect(Self.byteRecord(Array(Self.opened.replacingOccurrences(#""n1""#, "null").utf8))
+            == .appOpened(AppOpened(id: "e1", userId: "u1", entrySource: .notification)))
+        let kolkata = try #require(Zone(identifier: "Asia/Kolkata"))
+        #expect(Self.byteRecord(Array(Self.signedUp.utf8)) == .userSignedUp(UserSignedUp(id: "e2", userId: "u1", timeZone: kolkata)))
+        #expect(Self.byteRecord(Array(Self.dismissed.utf8))
+            == .notificationDismissed(NotificationInteraction(id: "e3", userId: "u1", notificationId: "n1", category: "SCORE")))
+    }
+
+    @Test("anything unusual about an app event is left to the tree, which decodes it as JSONDecoder does", arguments: [
+        ("an entry source the app does not have", opened.replacingOccurrences(#""notification","id""#, #""push","id""#)),
+        ("a notification id that is a number", opened.replacingOccurrences(#""n1""#, "7")),
+        ("a member another type has", opened.replacingOccurrences(#""v":1"#, #""v":1,"time_zone":"UTC""#)),
+        ("a boolean member", opened.replacingOccurrences(#""v":1"#, #""v":1,"premium":true"#)),
+        ("no entry source", opened.replacingOccurrences(#""entry_source":"notification","#, "")),
+        ("a zone that is not a zone", signedUp.replacingOccurrences("Asia/Kolkata", "Mars/Base")),
+        ("a null zone", signedUp.replacingOccurrences(#""Asia/Kolkata""#, "null")),
+        ("no zone", signedUp.replacingOccurrences(#""time_zone":"Asia/Kolkata","#, "")),
+        ("a null notification id where one is required", dismissed.replacingOccurrences(#""n1""#, "null")),
+        ("an empty notification id", dismissed.replacingOccurrences(#""n1""#, #""""#)),
+        ("no category", dismissed.replacingOccurrences(#""category":"SCORE","#, "")),
+        ("a number too long for 64 bits", opened.replacingOccurrences(#""n1""#, "123456789012345678901234567890")),
+        ("a version too long for 64 bits", opened.replacingOccurrences(#""v":1"#, #""v":100000000000000000000000001"#)),
+        ("a type read through the tree", #"{"action":"contact.edited","id":"e7","type":"user.action","user_id":"u1","v":1}"#),
+        ("no user id", signedUp.replacingOccurrences(#","user_id":"u1""#, "")),
+        ("an empty user id", dismissed.replacingOccurrences(#""u1""#, #""""#)),
+    ])
+    func unusualEventsAreLeftToTheTree(_ what: String, _ json: String) {
+        let bytes = Array(json.utf8)
+        if what.hasPrefix("an empty") {
+            // Plain, so read here; refused afterwards by the same checks as on the tree path.
+            #expect(Self.byteRecord(bytes) != nil, "\(what): not read from the bytes")
+        } else {
+            #expect(Self.byteRecord(bytes) == nil, "\(what): read from the bytes")
+        }
+        RecordCodecDifferentialTests.compare(bytes)
     }
 
     static let plain = #"{"category":"SCORE","data":{"n":1,"names":["A","B"]},"id":"i1","notification":"score.updated","source":{"offset":5,"partition":0,"topic":"t"},"type":"intent","user_id":"u1","v":1}"#

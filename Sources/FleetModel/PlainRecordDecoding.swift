@@ -1,0 +1,348 @@
+// The records a delivery worker reads most, read straight from their bytes, without building a
+// tree of the whole record: intents, and the app's events (`app.opened`, `user.signed_up`,
+// `notification.opened`, `notification.dismissed`).
+//
+// Why: reading a record went through the whole-record tree (`JSONReader`), the size check on the
+// tree (`RecordLimits`), the tree's release and, for the events, `Decodable`: for intents about
+// 7 % of a busy worker's CPU, and an event cost as much as an intent. Only an intent's
+// free-form `data` still goes through the tree.
+//
+// Only the plain case is read here: the members the record's type has, each once, strings
+// without escapes or non-ASCII bytes and short enough that no size limit can apply, numbers as
+// plain integers. Anything else gives nil, and the record goes through `RecordCodec`'s tree
+// path, which accepts or refuses it with its own errors, so this path never decides an error.
+// Where it gives a record it must be exactly the tree path's: `RecordCodecDifferentialTests`
+// checks both against `JSONDecoder` on random, mutated and spaced-out records, and
+// `PlainRecordDecodingTests` that the plain cases are taken here and the unusual ones are not.
+
+enum PlainRecordDecoding {
+    /// The record in `bytes`, when it is one of the types read here, written plainly; nil otherwise.
+    static func record(_ bytes: UnsafeBufferPointer<UInt8>) -> FleetRecord? {
+        var scanner = Scanner(bytes: bytes)
+        guard let members = scanner.topLevel() else { return nil }
+        return members.record(in: bytes)
+    }
+
+    /// A member's value, as far as the plain case goes.
+    private enum Value {
+        case string(UnsafeBufferPointer<UInt8>)
+        case integer(Int64)
+        case null
+        /// An object, by its bytes (braces included), read only by the member it belongs to.
+        case object(Range<Int>)
+    }
+
+    /// The names a plain record's members may have, as bits.
+    private enum Member: UInt16 {
+        case v = 0x1, type = 0x2, id = 0x4, userId = 0x8, notification = 0x10, category = 0x20, data = 0x40
+        case expiresAt = 0x80, source = 0x100, entrySource = 0x200, notificationId = 0x400, timeZone = 0x800
+
+        init?(_ key: UnsafeBufferPointer<UInt8>) {
+            switch key.count {
+            case 1 where key[0] == UInt8(ascii: "v"): self = .v
+            case 2 where Scanner.equal(key, "id"): self = .id
+            case 4 where Scanner.equal(key, "type"): self = .type
+            case 4 where Scanner.equal(key, "data"): self = .data
+            case 6 where Scanner.equal(key, "source"): self = .source
+            case 7 where Scanner.equal(key, "user_id"): self = .userId
+            case 8 where Scanner.equal(key, "category"): self = .category
+            case 9 where Scanner.equal(key, "time_zone"): self = .timeZone
+            case 10 where Scanner.equal(key, "expires_at"): self = .expiresAt
+            case 12 where Scanner.equal(key, "notification"): self = .notification
+            case 12 where Scanner.equal(key, "entry_source"): self = .entrySource
+            case 15 where Scanner.equal(key, "notification_id"): self = .notificationId
+            default: return nil
+            }
+        }
+    }
+
+    /// The members a record type has: all of `required`, and any of the optional ones.
+    private struct Shape {
+        let required: UInt16
+        let allowed: UInt16
+
+        init(_ required: [Member], optional: [Member] = []) {
+            self.required = required.reduce(0) { $0 | $1.rawValue }
+            self.allowed = optional.reduce(self.required) { $0 | $1.rawValue }
+        }
+
+        static let intent = Shape([.v, .type, .id, .userId, .notification, .category, .data, .source], optional: [.expiresAt])
+        static let appOpened = Shape([.v, .type, .id, .userId, .entrySource], optional: [.notificationId])
+        static let userSignedUp = Shape([.v, .type, .id, .userId, .timeZone])
+        static let notificationInteraction = Shape([.v, .type, .id, .userId, .notificationId, .category])
+    }
+
+    /// The top-level members of a plain record, each once.
+    private struct Members {
+        var present: UInt16 = 0
+        var v, type, id, userId, notification, category, data, expiresAt, source, entrySource, notificationId,
+            timeZone: Value?
+
+        /// Keeps `value` for `member`; false for a member already seen.
+        mutating func set(_ member: Member, _ value: Value) -> Bool {
+            guard present & member.rawValue == 0 else { return false }
+            present |= member.rawValue
+            switch member {
+            case .v: v = value
+            case .type: type = value
+            case .id: id = value
+            case .userId: userId = value
+            case .notification: notification = value
+            case .category: category = value
+            case .data: data = value
+            case .expiresAt: expiresAt = value
+            case .source: source = value
+            case .entrySource: entrySource = value
+            case .notificationId: notificationId = value
+            case .timeZone: timeZone = value
+            }
+            return true
+        }
+
+        /// Whether the members present are `shape`'s required ones, plus any of its optional ones.
+        func has(_ shape: Shape) -> Bool {
+            present & shape.required == shape.required && present & ~shape.allowed == 0
+        }
+
+        func record(in bytes: UnsafeBufferPointer<UInt8>) -> FleetRecord? {
+            guard case .integer(1)? = v, case .string(let typeName)? = type, let id = Self.text(id), let userId = Self.text(userId)
+            else { return nil }
+            if Scanner.equal(typeName, "intent") {
+                guard has(.intent),
+                      let notification = Self.text(notification), let category = Self.text(category),
+                      case .object(let dataRange)? = data, let data = Scanner.freeFormData(bytes, dataRange),
+                      case .object(let sourceRange)? = source, let source = Scanner.coordinates(bytes, sourceRange)
+                else { return nil }
+                var expires: Timestamp?
+                switch expiresAt {
+                case nil, .null?: expires = nil
+                case .string(let text)?:
+                    guard let time = Timestamp(rfc3339: Scanner.string(text)) else { return nil }
+                    expires = time
+                default: return nil
+                }
+                return .intent(Intent(
+                    id: id, userId: userId, notification: notification, category: category, data: data, expiresAt: expires,
+                    source: source))
+            }
+            if Scanner.equal(typeName, "app.opened") {
+                guard has(.appOpened),
+                      let entry = Self.text(entrySource).flatMap(EntrySource.init(rawValue:))
+                else { return nil }
+                var notificationId: String?
+                switch self.notificationId {
+                case nil, .null?: notificationId = nil
+                case .string(let text)?: notificationId = Scanner.string(text)
+                default: return nil
+                }
+                return .appOpened(AppOpened(id: id, userId: userId, entrySource: entry, notificationId: notificationId))
+            }
+            if Scanner.equal(typeName, "user.signed_up") {
+                guard has(.userSignedUp), let zone = Self.text(timeZone).flatMap(Zone.init(identifier:))
+                else { return nil }
+                return .userSignedUp(UserSignedUp(id: id, userId: userId, timeZone: zone))
+            }
+            let opened = Scanner.equal(typeName, "notification.opened")
+            if opened || Scanner.equal(typeName, "notification.dismissed") {
+                guard has(.notificationInteraction),
+                      let notificationId = Self.text(notificationId), let category = Self.text(category)
+                else { return nil }
+                let interaction = NotificationInteraction(id: id, userId: userId, notificationId: notificationId, category: category)
+                return opened ? .notificationOpened(interaction) : .notificationDismissed(interaction)
+            }
+            return nil
+        }
+
+        /// A string member's text; nil for any other value or none.
+        private static func text(_ value: Value?) -> String? {
+            guard case .string(let bytes)? = value else { return nil }
+            return Scanner.string(bytes)
+        }
+    }
+
+    private struct Scanner {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var index = 0
+
+        /// `{"name": value, …}` with plain values and known names, each once, and nothing after.
+        mutating func topLevel() -> Members? {
+            var members = Members()
+            skipWhitespace()
+            guard take(UInt8(ascii: "{")) else { return nil }
+            repeat {
+                skipWhitespace()
+                guard let key = plainString(), let member = Member(key) else { return nil }
+                skipWhitespace()
+                guard take(UInt8(ascii: ":")) else { return nil }
+                skipWhitespace()
+                guard let value = value(), members.set(member, value) else { return nil }
+                skipWhitespace()
+            } while take(UInt8(ascii: ","))
+            guard take(UInt8(ascii: "}")) else { return nil }
+            skipWhitespace()
+            return index == bytes.count ? members : nil
+        }
+
+        private mutating func value() -> Value? {
+            guard index < bytes.count else { return nil }
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                return plainString().map(Value.string)
+            case UInt8(ascii: "{"):
+                guard let end = endOfObject(from: index) else { return nil }
+                defer { index = end }
+                return .object(index..<end)
+            case UInt8(ascii: "n"):
+                return takeNull() ? .null : nil
+            default:
+                return integer().map(Value.integer)
+            }
+        }
+
+        /// `{"topic": …, "partition": …, "offset": …}` in `range`, each once, in any order.
+        static func coordinates(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> SourceCoordinates? {
+            var scanner = Scanner(bytes: UnsafeBufferPointer(rebasing: bytes[range]))
+            return scanner.coordinates()
+        }
+
+        private mutating func coordinates() -> SourceCoordinates? {
+            guard take(UInt8(ascii: "{")) else { return nil }
+            var topic: String?, partition: Int64?, offset: Int64?
+            repeat {
+                skipWhitespace()
+                guard let key = plainString() else { return nil }
+                skipWhitespace()
+                guard take(UInt8(ascii: ":")) else { return nil }
+                skipWhitespace()
+                if Self.equal(key, "topic"), topic == nil {
+                    guard let value = plainString() else { return nil }
+                    topic = Self.string(value)
+                } else if Self.equal(key, "partition"), partition == nil {
+                    guard let value = integer() else { return nil }
+                    partition = value
+                } else if Self.equal(key, "offset"), offset == nil {
+                    guard let value = integer() else { return nil }
+                    offset = value
+                } else {
+                    return nil
+                }
+                skipWhitespace()
+            } while take(UInt8(ascii: ","))
+            guard take(UInt8(ascii: "}")), index == bytes.count, let topic, let partition,
+                  let partitionNumber = Int32(exactly: partition), let offset
+            else { return nil }
+            return SourceCoordinates(topic: topic, partition: partitionNumber, offset: offset)
+        }
+
+        /// The free-form `data` object in `range`, through the tree as the tree path reads it,
+        /// with the same size limits (a violation gives nil: the tree path reports it).
+        static func freeFormData(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> JSONObject? {
+            guard let node = try? JSONReader.read(UnsafeBufferPointer(rebasing: bytes[range]), dialect: .foundationCompatible),
+                  (try? RecordLimits.standard.checkFields(.object([(key: "data", value: node)]))) != nil
+            else { return nil }
+            return try? JSONValue.object(node: node, path: .root)
+        }
+
+        /// The index after the object that starts at `start`, found by counting brackets
+        /// outside strings; nil if the text ends first. Whether it is valid JSON is for the
+        /// member's own reading to say.
+        private func endOfObject(from start: Int) -> Int? {
+            var depth = 0
+            var position = start
+            var inString = false
+            while position < bytes.count {
+                let byte = bytes[position]
+                if inString {
+                    if byte == UInt8(ascii: "\\") {
+                        position += 1
+                    } else if byte == UInt8(ascii: "\"") {
+                        inString = false
+                    }
+                } else {
+                    switch byte {
+                    case UInt8(ascii: "\""): inString = true
+                    case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                    case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                        depth -= 1
+                        if depth == 0 { return position + 1 }
+                    default: break
+                    }
+                }
+                position += 1
+            }
+            return nil
+        }
+
+        /// A string of printable ASCII without escapes, no longer than any field's size limit
+        /// (`RecordLimits.shortestString`), without its quotes; nil for any other value.
+        private mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
+            guard take(UInt8(ascii: "\"")) else { return nil }
+            let start = index
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    guard index - start <= RecordLimits.shortestString else { return nil }
+                    let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                    index += 1
+                    return text
+                }
+                guard byte >= 0x20, byte < 0x7F, byte != UInt8(ascii: "\\") else { return nil }
+                index += 1
+            }
+            return nil
+        }
+
+        /// An integer written plainly: an optional minus, no leading zero, at most 18 digits
+        /// (within `Int64` without a check), followed by a delimiter; nil for any other number.
+        private mutating func integer() -> Int64? {
+            let negative = take(UInt8(ascii: "-"))
+            let start = index
+            var value: Int64 = 0
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                // Past 18 digits the value is not needed (refused below) and would overflow.
+                if index - start < 18 { value = value * 10 + Int64(bytes[index] - UInt8(ascii: "0")) }
+                index += 1
+            }
+            let digits = index - start
+            guard digits > 0, digits <= 18, digits == 1 || bytes[start] != UInt8(ascii: "0"), !(negative && value == 0) else {
+                return nil
+            }
+            if index < bytes.count {
+                switch bytes[index] {
+                case UInt8(ascii: ","), UInt8(ascii: "}"), 0x20, 0x0A, 0x0D, 0x09: break
+                default: return nil  // a fraction, an exponent, or not a number
+                }
+            }
+            return negative ? -value : value
+        }
+
+        private mutating func takeNull() -> Bool {
+            guard bytes.count - index >= 4, bytes[index] == UInt8(ascii: "n"), bytes[index + 1] == UInt8(ascii: "u"),
+                  bytes[index + 2] == UInt8(ascii: "l"), bytes[index + 3] == UInt8(ascii: "l")
+            else { return false }
+            index += 4
+            return true
+        }
+
+        private mutating func take(_ byte: UInt8) -> Bool {
+            guard index < bytes.count, bytes[index] == byte else { return false }
+            index += 1
+            return true
+        }
+
+        private mutating func skipWhitespace() {
+            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+                index += 1
+            }
+        }
+
+        static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+            bytes.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+        }
+
+        /// Printable ASCII only (`plainString`), so no validation is needed.
+        static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+            String(decoding: bytes, as: UTF8.self)
+        }
+    }
+}
