@@ -50,21 +50,9 @@ struct PlainRecordDecodingTests {
         }
     }
 
-    /// The record with insignificant whitespace around its colons and commas.
+    /// The record with insignificant whitespace around it and after its colons and commas.
     static func spaced(_ bytes: [UInt8], _ dice: inout Dice) -> [UInt8] {
-        var spaced = Array(" \n".utf8)
-        var inString = false, escaped = false
-        for byte in bytes {
-            spaced.append(byte)
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-            } else if byte == UInt8(ascii: "\"") {
-                inString = true
-            } else if byte == UInt8(ascii: ",") || byte == UInt8(ascii: ":") {
-                spaced.append(contentsOf: dice.pick([[], [0x20], [0x0A, 0x09], [0x0D, 0x0A]]))
-            }
-        }
-        return spaced + Array("\t ".utf8)
+        Array(" \n".utf8) + RecordCodecDifferentialTests.spacedOut(bytes, &dice) + Array("\t ".utf8)
     }
 
     @Test("intents as the fleet writes them, also spaced out, are read from the bytes, as JSONDecoder reads them")
