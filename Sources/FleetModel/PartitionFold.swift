@@ -172,7 +172,7 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         }
         step.ids = context.ids
         let firstOwn = step.outputs.count
-        step.outputs.append(contentsOf: context.outputs)
+        step.take(context.outputs)
         step.recordOutputs = firstOwn..<step.outputs.count
         step.recordUser = user
         if store(state, for: user, before: before, into: &step) {
@@ -252,7 +252,7 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             var context = ProcessingContext(now: now, userId: user, ids: step.ids)
             processor.fireTimers(state: &state, context: &context)
             step.ids = context.ids
-            step.outputs.append(contentsOf: context.outputs)
+            step.take(context.outputs)
             store(state, for: user, before: before, into: &step)
             timers.rescheduleFired(user, to: processor.nextWakeUp(state), firedAt: now)
         }
@@ -336,6 +336,14 @@ public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
 
     /// The index the next id from these coordinates would take.
     @inlinable public var nextIndex: Int { ids.nextIndex }
+
+    /// Appends a processor call's outputs. The first call's list becomes the step's own (a
+    /// record with no timer due before it, the common step), so its outputs are not copied one
+    /// by one into a new list.
+    @inlinable
+    mutating func take(_ produced: [OutputRecord]) {
+        if outputs.isEmpty { outputs = produced } else { outputs.append(contentsOf: produced) }
+    }
 
     @inlinable
     mutating func recordChange(of user: String, before: State?, after: State) {

@@ -59,15 +59,13 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         var records: [ProducerRecord] = []
         var causes: [InputPosition?] = []
         /// The latest state of each user changed in the unit (its image too when the bound check
-        /// encoded it) and the input offset it reflects. One changelog record per user per unit:
-        /// the changelog is compacted, so only the last would survive; so a state's image and
-        /// its next wake-up (recorded beside the image, for lazy restore) are computed when the
-        /// unit is sealed, once per user.
+        /// encoded it), the input offset it reflects and, with binary images, what its history
+        /// image will name. One changelog record per user per unit: the changelog is compacted,
+        /// so only the last would survive; so a state's image and its next wake-up (recorded
+        /// beside the image, for lazy restore) are computed when the unit is sealed, once per user.
         var states: [String: LatestState] = [:]
         /// The first input offset folded in the unit: the `unit_start` of its history images.
         var unitStart: Int64?
-        /// Per changed user, the input offsets that changed it and the log time after the last.
-        var changes: [String: UnitChanges] = [:]
         /// The log time after the unit's last record that moved it, and the users then.
         var position: (inputOffset: Int64, logTime: Timestamp, users: Int)?
         /// Per user, the image last written in this unit: the next change's `before` image
@@ -85,6 +83,18 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         var state: P.State
         var image: [UInt8]?
         var inputOffset: Int64
+        /// With binary images: the input offsets that changed the user in the unit and the log
+        /// time after the last, for its one history image. One entry per user holds both, so a
+        /// change costs one look-up and the seal sorts the users once.
+        var history: UnitChanges?
+
+        /// The user changed again in the unit, at input `offset`.
+        mutating func change(to state: P.State, image: [UInt8]?, at offset: Int64, logTime: Timestamp) {
+            self.state = state
+            self.image = image
+            inputOffset = offset
+            history?.record(offset, logTime: logTime)
+        }
     }
 
     /// A unit's share of one partition, ready to produce.
@@ -167,12 +177,19 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         let changes = changeList.span
         for index in 0..<min(changes.count, folded.stateImages.count) {
             let userId = changes[index].userId, image = folded.stateImages[index]
-            unit.states[userId] = LatestState(state: changes[index].after, image: image, inputOffset: physical.offset)
             switch stateImages {
             case .binary:
                 // One history image per changed user per unit, written when the unit is sealed.
-                unit.changes[userId, default: UnitChanges(logTime: logTime)].record(physical.offset, logTime: logTime)
+                if let entry = unit.states.index(forKey: userId) {
+                    unit.states.values[entry].change(to: changes[index].after, image: image, at: physical.offset, logTime: logTime)
+                } else {
+                    var history = UnitChanges(logTime: logTime)
+                    history.record(physical.offset, logTime: logTime)
+                    unit.states[userId] = LatestState(
+                        state: changes[index].after, image: image, inputOffset: physical.offset, history: history)
+                }
             case .json:
+                unit.states[userId] = LatestState(state: changes[index].after, image: image, inputOffset: physical.offset)
                 // What the builds before binary images wrote, so a rollback to them loses nothing:
                 // a change record per state change, with its before-image.
                 guard let after = image else { continue }  // JSON images are all encoded while folding.
@@ -263,37 +280,44 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         swap(&records, &done.records)
         swap(&causes, &done.causes)
         var fatal = done.fatal
-        let users = done.states.keys.sorted()
+        // The users in id order, as positions in `done.states`: read in place, neither looked up
+        // again nor copied out with their states.
+        let states = done.states
+        let users = states.indices.sorted { states.keys[$0] < states.keys[$1] }
         records.reserveCapacity(records.count + users.count * 2 + 1)
         causes.reserveCapacity(records.capacity)
-        var images: [String: [UInt8]] = [:]
+        // Each user's image, in the order of `users`; nil where it did not encode.
+        var images: [[UInt8]?] = []
         images.reserveCapacity(users.count)
         for user in users {
-            guard let entry = done.states[user] else { continue }
+            let userId = states.keys[user]
             let image: [UInt8]
-            if let encoded = entry.image {
+            if let encoded = states.values[user].image {
                 image = encoded
             } else {
                 do {
-                    image = try StateCoding.encode(entry.state, as: context.settings.stateImages)
+                    image = try StateCoding.encode(states.values[user].state, as: context.settings.stateImages)
                 } catch {
-                    fatal = fatal ?? "cannot encode the state of user \(user): \(error)"
+                    fatal = fatal ?? "cannot encode the state of user \(userId): \(error)"
+                    images.append(nil)
                     continue
                 }
             }
-            images[user] = image
+            images.append(image)
+            let wakeUp: ChangelogRecords.WakeUp = P.nextWakeUpDependsOnStateAlone
+                ? .recorded(context.processor.nextWakeUp(states.values[user].state)) : .unrecorded
             records.append(ChangelogRecords.state(
-                userId: user, image: image, inputOffset: entry.inputOffset,
-                wakeUp: P.nextWakeUpDependsOnStateAlone ? .recorded(context.processor.nextWakeUp(entry.state)) : .unrecorded,
+                userId: userId, image: image, inputOffset: states.values[user].inputOffset, wakeUp: wakeUp,
                 topic: layout.stateTopic, partition: partition))
-            causes.append(InputPosition(partition: foldedPartition, offset: entry.inputOffset))
+            causes.append(InputPosition(partition: foldedPartition, offset: states.values[user].inputOffset))
         }
         if let unitStart = done.unitStart {
-            for user in done.changes.keys.sorted() {
-                guard let changes = done.changes[user], let image = images[user], let last = changes.offsets.last else { continue }
+            for (position, user) in users.enumerated() {
+                guard let history = states.values[user].history, let image = images[position], let last = history.offsets.last
+                else { continue }
                 records.append(ChangelogRecords.historyImage(
-                    userId: user, after: image, unitStart: unitStart, changed: changes.offsets, logTime: changes.logTime,
-                    inputTopic: layout.topics.log, topic: layout.historyTopic, partition: partition))
+                    userId: states.keys[user], after: image, unitStart: unitStart, changed: history.offsets,
+                    logTime: history.logTime, inputTopic: layout.topics.log, topic: layout.historyTopic, partition: partition))
                 causes.append(InputPosition(partition: foldedPartition, offset: last))
             }
         }
