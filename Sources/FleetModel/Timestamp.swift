@@ -148,12 +148,7 @@ extension Timestamp {
     /// string's bytes (formatting with `String(_:)` and padding took ~9 000 instructions a
     /// time, FoldProfile); a year outside 0–9999 takes `rfc3339Spelled`.
     public var rfc3339: String {
-        let seconds = secondsSinceEpoch
-        let millis = Int(millisecondsSinceEpoch - seconds * 1000)
-        let (dayNumber, secondOfDay) = seconds.quotientAndRemainder(dividingBy: 86_400)
-        let days = secondOfDay < 0 ? dayNumber - 1 : dayNumber
-        let sod = Int(secondOfDay < 0 ? secondOfDay + 86_400 : secondOfDay)
-        let date = CivilDate(daysSinceEpoch: Int(days))
+        let (date, sod, millis) = utcParts
         guard (0...9999).contains(date.year) else { return rfc3339Spelled }
         return String(unsafeUninitializedCapacity: millis == 0 ? 20 : 24) { buffer in
             var index = 0
@@ -178,15 +173,20 @@ extension Timestamp {
         }
     }
 
-    /// `rfc3339` spelled out with `String(_:)`, for any year: what it was before the fast path,
-    /// which `TimestampTests` compares it with.
-    var rfc3339Spelled: String {
+    /// The UTC date, the second of that day and the milliseconds: what both spellings write.
+    private var utcParts: (date: CivilDate, secondOfDay: Int, millis: Int) {
         let seconds = secondsSinceEpoch
         let millis = Int(millisecondsSinceEpoch - seconds * 1000)
         let (dayNumber, secondOfDay) = seconds.quotientAndRemainder(dividingBy: 86_400)
         let days = secondOfDay < 0 ? dayNumber - 1 : dayNumber
-        let sod = secondOfDay < 0 ? secondOfDay + 86_400 : secondOfDay
-        let date = CivilDate(daysSinceEpoch: Int(days))
+        let sod = Int(secondOfDay < 0 ? secondOfDay + 86_400 : secondOfDay)
+        return (CivilDate(daysSinceEpoch: Int(days)), sod, millis)
+    }
+
+    /// `rfc3339` spelled out with `String(_:)`, for any year: what it was before the fast path,
+    /// which `TimestampTests` compares it with.
+    var rfc3339Spelled: String {
+        let (date, sod, millis) = utcParts
         var out = ""
         out.reserveCapacity(24)
         func pad(_ value: Int, _ width: Int) {
@@ -196,7 +196,7 @@ extension Timestamp {
         }
         pad(date.year, 4); out.append("-"); pad(date.month, 2); out.append("-"); pad(date.day, 2)
         out.append("T")
-        pad(Int(sod / 3600), 2); out.append(":"); pad(Int(sod % 3600 / 60), 2); out.append(":"); pad(Int(sod % 60), 2)
+        pad(sod / 3600, 2); out.append(":"); pad(sod % 3600 / 60, 2); out.append(":"); pad(sod % 60, 2)
         if millis != 0 { out.append("."); pad(millis, 3) }
         out.append("Z")
         return out

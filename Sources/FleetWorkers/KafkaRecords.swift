@@ -6,16 +6,8 @@ public import Kafka
 /// time, values in canonical encoding (so a re-run writes identical bytes). `KafkaMessage`s here
 /// carry logical topic names (see `TopicNamespace`).
 public enum KafkaRecords {
-    public static func producerRecord(_ output: OutputRecord, in namespace: TopicNamespace) -> ProducerRecord {
-        producerRecord(output, value: RecordCodec.encode(output.record), in: namespace)
-    }
-
-    /// The same, with `value` the record's canonical encoding, already made.
-    public static func producerRecord(_ output: OutputRecord, value: [UInt8], in namespace: TopicNamespace) -> ProducerRecord {
-        producerRecord(output, value: value, physicalTopic: namespace.physical(output.topic))
-    }
-
-    /// The same, to `physicalTopic`, the output's topic already resolved (`OutputDestination`).
+    /// `output` as the Kafka record to write to `physicalTopic` (its topic in the worker's
+    /// namespace and generation, `OutputDestination`), with `value` its canonical encoding.
     public static func producerRecord(_ output: OutputRecord, value: [UInt8], physicalTopic: String) -> ProducerRecord {
         ProducerRecord(
             topic: physicalTopic, key: output.key.isEmpty ? nil : Array(output.key.utf8),
@@ -27,25 +19,20 @@ public enum KafkaRecords {
     /// ids from them instead of from the inbox offset (see `OutputIDs`), so re-sent copies and
     /// the interleaving of writers cannot change an id.
     public static func producerRecord(
-        _ output: OutputRecord, from step: SourceCoordinates, index: Int, in namespace: TopicNamespace
-    ) -> ProducerRecord {
-        producerRecord(output, value: RecordCodec.encode(output.record), from: step, index: index, in: namespace)
-    }
-
-    /// The same, with `value` the record's canonical encoding, already made.
-    public static func producerRecord(
-        _ output: OutputRecord, value: [UInt8], from step: SourceCoordinates, index: Int, in namespace: TopicNamespace
-    ) -> ProducerRecord {
-        producerRecord(output, value: value, physicalTopic: namespace.physical(output.topic), from: step, index: index)
-    }
-
-    /// The same, to `physicalTopic`, the inbox's topic already resolved (`OutputDestination`).
-    public static func producerRecord(
         _ output: OutputRecord, value: [UInt8], physicalTopic: String, from step: SourceCoordinates, index: Int
     ) -> ProducerRecord {
         var record = producerRecord(output, value: value, physicalTopic: physicalTopic)
         record.headers = provenanceHeaders(step) + [KafkaHeader(Header.sourceIndex, String(index))]
         return record
+    }
+
+    /// The same, encoding `output` and writing to its topic in `namespace`.
+    public static func producerRecord(
+        _ output: OutputRecord, from step: SourceCoordinates, index: Int, in namespace: TopicNamespace
+    ) -> ProducerRecord {
+        producerRecord(
+            output, value: RecordCodec.encode(output.record), physicalTopic: namespace.physical(output.topic), from: step,
+            index: index)
     }
 
     /// A copy of `message` for a worker's log, naming its origin: same key, value and timestamp,

@@ -61,6 +61,18 @@ final class DeliveryBatch: @unchecked Sendable {
         completeOne()
     }
 
+    /// The first record's error, in record order, with its `recordIndex`; nil when every record
+    /// was delivered. Read once `waitForAll` returned.
+    func firstError() -> KafkaError? {
+        for index in 0..<count {
+            if var error = slots[index].error {
+                error.recordIndex = index
+                return error
+            }
+        }
+        return nil
+    }
+
     private func completeOne() {
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
             state.remaining -= 1

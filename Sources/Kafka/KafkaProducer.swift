@@ -107,17 +107,10 @@ public final class KafkaProducer: Sendable {
     public func send(_ records: [ProducerRecord]) async throws(KafkaError) -> [DeliveryReport] {
         if records.isEmpty { return [] }
         let batch = try await enqueue([records], count: records.count)
-        var reports: [DeliveryReport] = []
-        reports.reserveCapacity(records.count)
-        for index in 0..<records.count {
-            let slot = batch.slots[index]
-            if var error = slot.error {
-                error.recordIndex = index
-                throw error
-            }
-            reports.append(DeliveryReport(topic: records[index].topic, partition: slot.partition, offset: slot.offset))
+        if let error = batch.firstError() { throw error }
+        return records.indices.map { index in
+            DeliveryReport(topic: records[index].topic, partition: batch.slots[index].partition, offset: batch.slots[index].offset)
         }
-        return reports
     }
 
     /// Produces the records of `parts`, one part after the other, and waits until every one is
@@ -129,12 +122,7 @@ public final class KafkaProducer: Sendable {
         let count = parts.reduce(0) { $0 + $1.count }
         if count == 0 { return }
         let batch = try await enqueue(parts, count: count)
-        for index in 0..<count {
-            if var error = batch.slots[index].error {
-                error.recordIndex = index
-                throw error
-            }
-        }
+        if let error = batch.firstError() { throw error }
     }
 
     /// Enqueues `count` records, `parts` in order, back to back without suspension, and

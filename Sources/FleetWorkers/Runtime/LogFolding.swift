@@ -132,7 +132,7 @@ public enum LogFolding {
     /// The Kafka record for the `index`-th output of the step at `origin` (with `originIndex`,
     /// the origin's position among its own step's outputs, for a record a fleet worker wrote):
     /// - an output for a fleet inbox carries its provenance (see
-    ///   `KafkaRecords.producerRecord(_:from:index:in:)`);
+    ///   `KafkaRecords.producerRecord(_:value:physicalTopic:from:index:)`);
     /// - an output with an id of its own (`OutputRecord.hasOwnId`) names its step in a
     ///   `source-step` header, since its id does not. Only those pay for the header: every other
     ///   output's bytes are as before.
@@ -170,7 +170,7 @@ public enum LogFolding {
 }
 
 /// Where the outputs written to one logical topic go: the physical topic, and whether it is a
-/// fleet inbox (whose records carry their provenance, `KafkaRecords.producerRecord(_:value:from:index:in:)`).
+/// fleet inbox (whose records carry their provenance, `KafkaRecords.producerRecord(_:value:physicalTopic:from:index:)`).
 public struct OutputDestination: Sendable {
     public var physicalTopic: String
     public var isInbox: Bool
