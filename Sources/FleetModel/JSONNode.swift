@@ -99,38 +99,56 @@ package enum JSONNumber {
         return T(exactly: exact)
     }
 
-    /// The integer part of a decimal number's text, or nil beyond `Int64`.
+    /// The integer Foundation's decimal fallback reads from a number's text, which is how
+    /// `Decimal` parses and converts it: every digit, the fraction's too, into a 128-bit
+    /// mantissa (digits past its capacity dropped), trailing zeros removed; then nil beyond
+    /// `UInt64`, the fraction dropped, nil beyond `Int64`. (`9007199254740993.5` reads as
+    /// 9007199254740993; `9999999999999999.9999999`, 23 digits, is refused although its Double
+    /// is the whole number 10^16.)
     private static func truncatedDecimal(_ text: String) -> Int64? {
-        var digits: [UInt8] = []
-        var pointAt: Int?
-        var exponent = 0
+        var mantissa: UInt128 = 0
+        var full = false
+        var scale = 0
+        var inFraction = false
         var negative = false
         var utf8 = text.utf8[...]
         if utf8.first == UInt8(ascii: "-") { negative = true; utf8 = utf8.dropFirst() }
         while let byte = utf8.first {
             if byte == UInt8(ascii: ".") {
-                pointAt = digits.count
+                inFraction = true
             } else if byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
                 guard let e = Int(Substring(utf8.dropFirst())) else { return nil }  // accepts a leading + or -
-                exponent = e
+                let (scaled, overflow) = scale.addingReportingOverflow(e)
+                if overflow { return nil }
+                scale = scaled
                 break
-            } else {
-                digits.append(byte &- UInt8(ascii: "0"))
+            } else if !full {
+                let (times10, o1) = mantissa.multipliedReportingOverflow(by: 10)
+                let (next, o2) = times10.addingReportingOverflow(UInt128(byte &- UInt8(ascii: "0")))
+                if o1 || o2 {
+                    full = true
+                    if !inFraction { scale += 1 }
+                } else {
+                    mantissa = next
+                    if inFraction { scale -= 1 }
+                }
+            } else if !inFraction {
+                scale += 1
             }
             utf8 = utf8.dropFirst()
         }
-        let integerDigits = (pointAt ?? digits.count) + exponent
-        guard integerDigits <= 20 else { return nil }
-        var value: Int64 = 0
-        for i in 0..<max(integerDigits, 0) {
-            let digit = Int64(i < digits.count ? digits[i] : 0)
-            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-            let (next, o2) = times10.subtractingReportingOverflow(digit)
-            if o1 || o2 { return nil }
-            value = next
+        while mantissa != 0, mantissa % 10 == 0 { mantissa /= 10; scale += 1 }
+        guard var whole = UInt64(exactly: mantissa) else { return nil }
+        // The caller has the number's Double within 2^53...2^63, so `scale` is small here.
+        while scale < 0, whole > 0 { whole /= 10; scale += 1 }
+        while scale > 0 {
+            let (times10, overflow) = whole.multipliedReportingOverflow(by: 10)
+            if overflow { return nil }
+            whole = times10
+            scale -= 1
         }
-        if negative { return value }
-        return value == .min ? nil : -value
+        guard let magnitude = Int64(exactly: whole) else { return nil }
+        return negative ? -magnitude : magnitude
     }
 
     private enum Syntax { case integer, fractional, malformed }

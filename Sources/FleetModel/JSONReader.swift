@@ -286,10 +286,12 @@ package struct JSONReader {
         utf8.append(contentsOf: UTF8.encode(unicode).unsafelyUnwrapped)
     }
 
+    /// A `\u` escape's four hex digits. Too few, even at the end of the text, make the whole
+    /// document invalid, as in `JSONDecoder`, whichever member they are in.
     private mutating func readHex4() throws(Failure) -> UInt32 {
-        guard index + 4 <= bytes.count else { throw failure("unexpected end of text") }
         var value: UInt32 = 0
         for _ in 0..<4 {
+            guard index < bytes.count else { throw Failure(offset: index, reason: "unexpected end of text", isMalformedToken: true) }
             let byte = bytes[index]
             let digit: UInt32
             switch byte {
