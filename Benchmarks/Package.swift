@@ -17,6 +17,7 @@ let package = Package(
         // The root package's versions of these (RuntimeBenchmark runs the runtime as a service).
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // The realistic mix, shared by the benchmark and the profiling executable.
@@ -107,6 +108,7 @@ let package = Package(
                 .product(name: "Kafka", package: root),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "RuntimeBenchmark",
             // The allocator the worker binaries link (the root package's `fleetAllocator`).

@@ -1,5 +1,7 @@
+import FleetService
 import FleetWorkers
 import Foundation
+import Prometheus
 
 /// What one run measures, from the environment (like `limit.sh`, so the script passes the same
 /// variables to both): `BROKERS`, `N`, `PARTITIONS`, `MODE`; `LATENCY=1` selects the
@@ -31,13 +33,21 @@ struct BenchmarkOptions {
     /// `WARMUP=2000`: records the latency mode produces (at `RATE`, none of them security
     /// intents) and lets the worker commit before the measured burst; 0 measures a cold worker.
     var warmUp: Int
+    /// `METRICS=prometheus` (the default): the runtime also reports to a `WorkerMetrics` over a
+    /// Prometheus registry, as a deployed worker does; `METRICS=none` measures without it.
+    var productionMetrics: Bool
+
+    /// A deployed delivery worker's metrics, when `productionMetrics`: a fresh registry each time.
+    func makeProductionMetrics() -> (any RuntimeObserver)? {
+        productionMetrics ? WorkerMetrics(worker: "delivery-worker", registry: PrometheusCollectorRegistry()) : nil
+    }
 
     struct Invalid: Error, CustomStringConvertible {
         var description: String
     }
 
     static let usage = """
-        usage: BROKERS=host:port [N=200000] [PARTITIONS=4] [MODE=at_least_once|exactly_once] [DIGEST=1] [RESTORE=0] [RESTORE_USERS=1000000] RuntimeBenchmark
+        usage: BROKERS=host:port [N=200000] [PARTITIONS=4] [MODE=at_least_once|exactly_once] [DIGEST=1] [RESTORE=0] [RESTORE_USERS=1000000] [METRICS=prometheus|none] RuntimeBenchmark
                BROKERS=host:port LATENCY=1 [N=20000] [RATE=12000] [SECURITY=50] [WARMUP=2000] [PARTITIONS=4] [MODE=…] RuntimeBenchmark
         Any FLEET_* or KAFKA_* variable is passed to the runtime (defaults: the worker's, with ticks off outside LATENCY mode).
         """
@@ -80,5 +90,10 @@ struct BenchmarkOptions {
             throw Invalid(description: "WARMUP must be a whole number\n\(Self.usage)")
         }
         self.warmUp = warmUp
+        switch environment["METRICS"] ?? "prometheus" {
+        case "prometheus": productionMetrics = true
+        case "none": productionMetrics = false
+        default: throw Invalid(description: "METRICS must be prometheus or none\n\(Self.usage)")
+        }
     }
 }

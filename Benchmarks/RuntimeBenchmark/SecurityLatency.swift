@@ -40,7 +40,7 @@ enum SecurityLatency {
         let reader = try await SecurityDeliveryReader(
             expected: Set(workload.security.values), ignoring: workload.warmUpSecurity, brokers: options.brokers, namespace: namespace, partitions: options.partitions)
         let reading = Task { try await reader.read() }
-        let observer = ThroughputObserver(expected: options.warmUp, restoringPartitions: Int(options.partitions))
+        let observer = ThroughputObserver(expected: options.warmUp, restoringPartitions: Int(options.partitions), production: options.makeProductionMetrics())
         let worker = RunningWorker(settings: settings, profile: profile, observer: observer, logger: logger)
 
         let produced: PacedProducer.Result

@@ -42,12 +42,17 @@ final class ThroughputObserver: RuntimeObserver {
 
     let restoringPartitions: Int
     private let state: Mutex<Snapshot>
+    /// What a deployed worker reports to besides (its `WorkerMetrics`), so the benchmark pays
+    /// for the metrics as production does; nil measures the runtime alone.
+    private let production: (any RuntimeObserver)?
 
     /// - Parameters:
     ///   - expected: inbox records that end the throughput measurement.
     ///   - restoringPartitions: partitions whose restore ends the restore measurement.
-    init(expected: Int, restoringPartitions: Int) {
+    ///   - production: the worker's own metrics, told everything this observer is told.
+    init(expected: Int, restoringPartitions: Int, production: (any RuntimeObserver)?) {
         self.restoringPartitions = restoringPartitions
+        self.production = production
         state = Mutex(Snapshot(expected: expected))
     }
 
@@ -71,6 +76,7 @@ final class ThroughputObserver: RuntimeObserver {
     var snapshot: Snapshot { state.withLock { $0 } }
 
     func recordIn(topic: String, count: Int) {
+        production?.recordIn(topic: topic, count: count)
         guard topic == Topics.deliveryInbox else { return }
         let now = ContinuousClock.now
         let first = state.withLock { s in
@@ -87,14 +93,17 @@ final class ThroughputObserver: RuntimeObserver {
     }
 
     func recordOut(topic: String, count: Int) {
+        production?.recordOut(topic: topic, count: count)
         state.withLock { $0.out[topic, default: 0] += count }
     }
 
     func commitLatency(_ seconds: Double, guarantee: DeliveryGuarantee) {
+        production?.commitLatency(seconds, guarantee: guarantee)
         state.withLock { $0.commitSeconds.append(seconds) }
     }
 
     func commit(result: RuntimeEvents.CommitResult) {
+        production?.commit(result: result)
         let now = ContinuousClock.now
         let finished = state.withLock { s in
             guard result == .committed else { s.aborted += 1; return false }
@@ -110,6 +119,7 @@ final class ThroughputObserver: RuntimeObserver {
     }
 
     func restoredStates(count: Int) {
+        production?.restoredStates(count: count)
         let now = ContinuousClock.now
         state.withLock { s in
             s.restoredPartitions += 1
@@ -119,35 +129,48 @@ final class ThroughputObserver: RuntimeObserver {
     }
 
     func restoreRate(statesPerSecond: Double) {
+        production?.restoreRate(statesPerSecond: statesPerSecond)
         state.withLock { $0.restoreRates.append(statesPerSecond) }
     }
 
     func rebalance(kind: RuntimeEvents.RebalanceKind) {
+        production?.rebalance(kind: kind)
         state.withLock { $0.rebalances.append(kind.rawValue) }
     }
 
-    func setLag(topic: String, partition: Int, lag: Int64) {}
-    func clearLag(topic: String, partition: Int) {}
-    func restoring(partitions: Int) {}
+    func setLag(topic: String, partition: Int, lag: Int64) { production?.setLag(topic: topic, partition: partition, lag: lag) }
+    func clearLag(topic: String, partition: Int) { production?.clearLag(topic: topic, partition: partition) }
+    func restoring(partitions: Int) { production?.restoring(partitions: partitions) }
 
     func ready(_ isReady: Bool) {
+        production?.ready(isReady)
         state.withLock { $0.isReady = isReady }
     }
 
     func foldedPartitions(_ count: Int) {
+        production?.foldedPartitions(count)
         state.withLock { $0.foldedPartitions = count }
     }
 
     func securityDeliveryLatency(seconds: Double) {
+        production?.securityDeliveryLatency(seconds: seconds)
         state.withLock { $0.securityFoldSeconds.append(seconds) }
     }
 
-    func decision(outcome: DecisionOutcome, reason: String?, rule: String) {}
-    func delivery(category: String, channel: DeliveryChannel) {}
-    func deadLetter(topic: String) {}
-    func tickWritten() {}
-    func timerLateness(seconds: Double) {}
-    func partitionCountMismatch(topic: String, active: Bool) {}
+    func decision(outcome: DecisionOutcome, reason: String?, rule: String, count: Int) {
+        production?.decision(outcome: outcome, reason: reason, rule: rule, count: count)
+    }
+    func delivery(category: String, channel: DeliveryChannel, count: Int) {
+        production?.delivery(category: category, channel: channel, count: count)
+    }
+    func deadLetter(topic: String) { production?.deadLetter(topic: topic) }
+    func tickWritten() { production?.tickWritten() }
+    func timerLateness(seconds: Double) { production?.timerLateness(seconds: seconds) }
+    func partitionCountMismatch(topic: String, active: Bool) { production?.partitionCountMismatch(topic: topic, active: active) }
+    func unitFailures(consecutive: Int) { production?.unitFailures(consecutive: consecutive) }
+    func failingInput(topic: String, partition: Int, offset: Int64) { production?.failingInput(topic: topic, partition: partition, offset: offset) }
+    func failingInputCleared() { production?.failingInputCleared() }
+    func inputQuarantined(topic: String) { production?.inputQuarantined(topic: topic) }
 }
 
 /// User plus system CPU of this process so far, in seconds.

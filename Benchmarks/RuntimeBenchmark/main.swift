@@ -106,7 +106,7 @@ func measure() async throws {
     // MARK: Throughput
 
     note("folding \(options.records) records over \(options.partitions) partitions, \(options.guarantee.rawValue)")
-    let fold = ThroughputObserver(expected: options.records, restoringPartitions: Int(options.partitions))
+    let fold = ThroughputObserver(expected: options.records, restoringPartitions: Int(options.partitions), production: options.makeProductionMetrics())
     try await runRuntime(observer: fold, progress: { $0.folded }, done: { $0.finished != nil })
     let folded = fold.snapshot
     guard let started = folded.started, let finished = folded.finished else { fatalError("unreachable: the run ended unfinished") }
@@ -128,8 +128,8 @@ func measure() async throws {
     // Issue #13: CPU and bytes per input (FLEET_STATE_IMAGES=json gives the build before
     // binary images' figures in the same run).
     let cpuSeconds = folded.finishCPU - folded.startCPU
-    print(String(format: "RESULT cpu_%@ state_images=%@ cpu_secs=%.3f timed_inputs=%d cpu_secs_per_1000_inputs=%.4f",
-                 options.guarantee.rawValue, settings.stateImages.rawValue, cpuSeconds, timed, 1000 * cpuSeconds / Double(max(1, timed))))
+    print(String(format: "RESULT cpu_%@ state_images=%@ metrics=%@ cpu_secs=%.3f timed_inputs=%d cpu_secs_per_1000_inputs=%.4f",
+                 options.guarantee.rawValue, settings.stateImages.rawValue, options.productionMetrics ? "prometheus" : "none", cpuSeconds, timed, 1000 * cpuSeconds / Double(max(1, timed))))
     var stateHistoryBytes = 0
     var allBytes = 0
     for (topic, count) in folded.out.sorted(by: { $0.key < $1.key }) {
@@ -184,7 +184,7 @@ func measure() async throws {
     await probe.close()
 
     note("restoring \(options.partitions) partitions from \(changelog) changelog records")
-    let restore = ThroughputObserver(expected: .max, restoringPartitions: Int(options.partitions))
+    let restore = ThroughputObserver(expected: .max, restoringPartitions: Int(options.partitions), production: options.makeProductionMetrics())
     let restoreStart = ContinuousClock.now
     try await runRuntime(observer: restore, progress: { $0.restoredPartitions }, done: { $0.allRestored != nil })
     let restored = restore.snapshot

@@ -241,14 +241,16 @@ public final class WorkerMetrics: Sendable {
 
     // MARK: Delivery worker
 
-    /// One decision written; a decision without a reason is labelled `reason="none"`.
-    public func decision(outcome: DecisionOutcome, reason: String?, rule: String) {
-        decisions[DecisionLabels(outcome: outcome, reason: reason ?? "none", rule: rule)].increment()
+    /// `count` decisions written; a decision without a reason is labelled `reason="none"`.
+    public func decision(outcome: DecisionOutcome, reason: String?, rule: String, count: Int = 1) {
+        guard count > 0 else { return }
+        decisions[DecisionLabels(outcome: outcome, reason: reason ?? "none", rule: rule)].increment(by: count)
     }
 
-    /// One delivery written.
-    public func delivery(category: String, channel: DeliveryChannel) {
-        deliveries[DeliveryLabels(category: category, channel: channel)].increment()
+    /// `count` deliveries written.
+    public func delivery(category: String, channel: DeliveryChannel, count: Int = 1) {
+        guard count > 0 else { return }
+        deliveries[DeliveryLabels(category: category, channel: channel)].increment(by: count)
     }
 
     /// Wall time from a SECURITY intent's arrival in the inbox to its delivery's hand-off.

@@ -35,7 +35,9 @@ struct WorkerMetricsTests {
         metrics.restoreRate(statesPerSecond: 1500.5)
         metrics.ready(true)
         metrics.decision(outcome: .suppressed, reason: nil, rule: "P-CAT-1")
-        metrics.delivery(category: "SECURITY", channel: .push)
+        metrics.decision(outcome: .suppressed, reason: nil, rule: "P-CAT-1", count: 3)
+        metrics.decision(outcome: .suppressed, reason: nil, rule: "P-CAT-1", count: 0)
+        metrics.delivery(category: "SECURITY", channel: .push, count: 2)
         metrics.deadLetter(topic: "rin.app.activity")
         metrics.rebalance(kind: .lost)
         metrics.tickWritten()
@@ -54,8 +56,8 @@ struct WorkerMetricsTests {
             #"fleet_restored_states_total{\#(w)} 10"#,
             #"fleet_restore_states_per_second{\#(w)} 1500.5"#,
             #"fleet_ready{\#(w)} 1.0"#,
-            #"fleet_decisions_total{\#(w),outcome="suppressed",reason="none",rule="P-CAT-1"} 1"#,
-            #"fleet_deliveries_total{\#(w),category="SECURITY",channel="push"} 1"#,
+            #"fleet_decisions_total{\#(w),outcome="suppressed",reason="none",rule="P-CAT-1"} 4"#,
+            #"fleet_deliveries_total{\#(w),category="SECURITY",channel="push"} 2"#,
             #"fleet_dead_letters_total{\#(w),topic="rin.app.activity"} 1"#,
             #"fleet_rebalances_total{\#(w),kind="lost"} 1"#,
             #"fleet_rebalances_total{\#(w),kind="assigned"} 0"#,
@@ -182,8 +184,8 @@ private func exerciseEverything(_ metrics: any RuntimeObserver) {
     metrics.restoredStates(count: 1)
     metrics.restoreRate(statesPerSecond: 1)
     metrics.ready(true)
-    metrics.decision(outcome: .delivered, reason: "security", rule: "P-BUD-1")
-    metrics.delivery(category: "SECURITY", channel: .email)
+    metrics.decision(outcome: .delivered, reason: "security", rule: "P-BUD-1", count: 1)
+    metrics.delivery(category: "SECURITY", channel: .email, count: 1)
     metrics.securityDeliveryLatency(seconds: 0.5)
     metrics.deadLetter(topic: "rin.access.requests")
     metrics.rebalance(kind: .assigned)

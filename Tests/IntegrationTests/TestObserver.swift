@@ -30,8 +30,8 @@ final class TestObserver: RuntimeObserver {
     func restoredStates(count: Int) {}
     func restoreRate(statesPerSecond: Double) {}
     func ready(_ isReady: Bool) {}
-    func decision(outcome: DecisionOutcome, reason: String?, rule: String) {}
-    func delivery(category: String, channel: DeliveryChannel) {}
+    func decision(outcome: DecisionOutcome, reason: String?, rule: String, count: Int) {}
+    func delivery(category: String, channel: DeliveryChannel, count: Int) {}
     func securityDeliveryLatency(seconds: Double) {}
     func deadLetter(topic: String) {}
     func tickWritten() {}

@@ -40,6 +40,8 @@ struct PartitionLane<P: UserProcessor>: Sendable {
     /// new lanes.
     let quarantined: [Int64: FoldCore<P>.Quarantine]
     private var unit = Unit()
+    /// Outputs, decisions and deliveries written since the observer was last told.
+    private var tally = OutputTally()
 
     init(
         partition: Int32, fold: PartitionFold<P>, nextOffset: Int64?, context: Context, generations: GenerationMap,
@@ -127,6 +129,7 @@ struct PartitionLane<P: UserProcessor>: Sendable {
     mutating func fold(_ batch: [KafkaMessage]) -> Int {
         var count = 0
         for message in batch where fold(message) { count += 1 }
+        tally.report(to: context.observer)
         return count
     }
 
@@ -229,20 +232,19 @@ struct PartitionLane<P: UserProcessor>: Sendable {
                 for: outputs[index], value: values[index], to: destination(of: outputs[index].topic), index: index, of: origin,
                 originIndex: originIndex))
             unit.causes.append(cause)
-            observer?.recordOut(topic: outputs[index].topic, count: 1)
-            switch outputs[index].record {
-            case .decision(let decision):
-                observer?.decision(outcome: decision.outcome, reason: decision.reason, rule: decision.rule)
-            case .delivery(let delivery):
-                observer?.delivery(category: delivery.category, channel: delivery.channel)
-                if delivery.category.uppercased() == "SECURITY", let arrived = recordTimestamp {
-                    let wall = RuntimeClock.wallClock().millisecondsSinceEpoch
-                    observer?.securityDeliveryLatency(seconds: Double(max(0, wall - arrived)) / 1000)
-                }
-            default:
-                break
+            tally.count(outputs[index], observer: observer)
+            if let observer, let arrived = recordTimestamp, case .delivery(let delivery) = outputs[index].record,
+               Self.isSecurity(delivery.category) {
+                let wall = RuntimeClock.wallClock().millisecondsSinceEpoch
+                observer.securityDeliveryLatency(seconds: Double(max(0, wall - arrived)) / 1000)
             }
         }
+    }
+
+    /// Whether `category` is SECURITY in any case, without building an uppercased copy of every
+    /// delivery's category.
+    private static func isSecurity(_ category: String) -> Bool {
+        category.utf8.count == 8 && category.uppercased() == "SECURITY"
     }
 
     /// Where outputs to the logical `topic` go: records for an inbox go to the generation its

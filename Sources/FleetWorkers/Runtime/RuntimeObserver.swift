@@ -18,8 +18,10 @@ public protocol RuntimeObserver: Sendable {
     func restoredStates(count: Int)
     func restoreRate(statesPerSecond: Double)
     func ready(_ isReady: Bool)
-    func decision(outcome: DecisionOutcome, reason: String?, rule: String)
-    func delivery(category: String, channel: DeliveryChannel)
+    /// `count` decisions with these labels (a lane reports what it counted once per batch).
+    func decision(outcome: DecisionOutcome, reason: String?, rule: String, count: Int)
+    /// `count` deliveries with these labels.
+    func delivery(category: String, channel: DeliveryChannel, count: Int)
     func securityDeliveryLatency(seconds: Double)
     func deadLetter(topic: String)
     func rebalance(kind: RuntimeEvents.RebalanceKind)

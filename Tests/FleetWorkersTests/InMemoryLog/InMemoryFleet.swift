@@ -123,20 +123,21 @@ struct InMemoryFleet: Sendable {
     }
 
     /// Starts instance `name` on the log (small batches, so units are many).
-    func start(_ name: String) throws -> Instance {
-        try start(name) { _ in }
+    func start(_ name: String, observer: (any RuntimeObserver)? = nil) throws -> Instance {
+        try start(name, observer: observer) { _ in }
     }
 
     /// Starts instance `name` once `known` has seen it: a fault that acts on the instance
     /// itself (cancels its task) can then never fire before the test knows the task. Without
     /// it, a loaded machine let the instance reach its fault's step first, and the fault
     /// missed.
-    func start(_ name: String, known: (Instance) -> Void) throws -> Instance {
+    func start(_ name: String, observer: (any RuntimeObserver)? = nil, known: (Instance) -> Void) throws -> Instance {
         var logger = Logger(label: "in-memory.\(name)")
         // IN_MEMORY_LOG_LEVEL=info shows what the instances do when a case fails.
         logger.logLevel = ProcessInfo.processInfo.environment["IN_MEMORY_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
         let clients = InMemoryLogClients(log: log, instance: name, guarantee: guarantee, maxBatchSize: 8)
-        let runtime = WorkerRuntime(settings: try settings(), processor: Self.engine, clients: clients, logger: logger)
+        let runtime = WorkerRuntime(
+            settings: try settings(), processor: Self.engine, observer: observer, clients: clients, logger: logger)
         let shutdown = Shutdown()
         let (released, release) = AsyncStream.makeStream(of: Void.self)
         let task = Task {

@@ -1,7 +1,9 @@
 import FleetLogTesting
 import FleetModel
+import FleetService
 import FleetWorkers
 import Kafka
+import Prometheus
 import Synchronization
 import Testing
 
@@ -80,6 +82,47 @@ struct RuntimeOnInMemoryLogTests {
         #expect(decisions.count > 24, "the ordinary intents are decided too: \(decisions.count) decisions")
         #expect(deliveries > 24 && deliveries < decisions.count, "security intents deliver, the budget suppresses some others (P-BUD-1): \(deliveries) deliveries")
         #expect(first.states.count == 6)
+    }
+
+    /// Lanes count what they write and report once per batch (`OutputTally`): the totals must
+    /// still be exactly what was written, label by label.
+    @Test("the worker's metrics count every output, decision and delivery the run writes, by label",
+          arguments: DeliveryGuarantee.allCases)
+    func metricsCountWhatWasWritten(guarantee: DeliveryGuarantee) async throws {
+        let fleet = try InMemoryFleet(guarantee: guarantee)
+        let registry = PrometheusCollectorRegistry()
+        let instance = try fleet.start("metered", observer: WorkerMetrics(worker: "delivery-worker", registry: registry))
+        _ = try await fleet.drive(until: "the metered run")
+        try await fleet.stop(instance)
+
+        var expected: [String: Int] = [:]
+        let outputs = fleet.committedOutputs()
+        for (topic, partitions) in outputs {
+            let records = partitions.joined()
+            if !records.isEmpty { expected[#"fleet_records_out_total{worker="delivery-worker",topic="\#(topic)"}"#] = records.count }
+            for record in records {
+                switch try RecordCodec.decode(record.value ?? []) {
+                case .decision(let d):
+                    expected[#"fleet_decisions_total{worker="delivery-worker",outcome="\#(d.outcome.rawValue)",reason="\#(d.reason ?? "none")",rule="\#(d.rule)"}"#, default: 0] += 1
+                case .delivery(let d):
+                    expected[#"fleet_deliveries_total{worker="delivery-worker",category="\#(d.category)",channel="\#(d.channel.rawValue)"}"#, default: 0] += 1
+                default:
+                    break
+                }
+            }
+        }
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        var counted: [String: Int] = [:]
+        for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n")
+        where line.hasPrefix("fleet_records_out_total") || line.hasPrefix("fleet_decisions_total") || line.hasPrefix("fleet_deliveries_total") {
+            guard let space = line.lastIndex(of: " "), let value = Int(line[line.index(after: space)...]), value > 0 else { continue }
+            counted[String(line[..<space])] = value
+        }
+        // Outputs only: the changelog's state and history records are counted by the seal.
+        counted = counted.filter { !$0.key.contains(fleet.stateTopic) && !$0.key.contains(fleet.historyTopic) }
+        #expect(expected.count > 6, "the run writes several label sets: \(expected.keys.sorted())")
+        #expect(counted == expected)
     }
 
     @Test("a lane buffer of one byte pauses a partition at every batch, and the run writes what an uninterrupted run writes",
