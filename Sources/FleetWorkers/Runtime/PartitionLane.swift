@@ -78,11 +78,14 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         var fatal: String?
     }
 
-    /// A user's last state in the open unit; its image (unless folding had to encode it for
-    /// the bound check, `LogFolding.Folded.stateImages`) and its wake-up are computed when the
-    /// unit is sealed.
+    /// A user whose state changed in the open unit. Its image (unless folding had to encode it
+    /// for the bound check, `LogFolding.Folded.stateImages`) and its wake-up are computed when
+    /// the unit is sealed, from the fold's state of the user then: the state after the user's
+    /// last change, since every change the fold keeps is a step's change recorded here (a
+    /// rejected step is rolled back before it is returned). Not a copy of the state: copying
+    /// it at every change, and dropping the copy at the next, cost a retain and a release of
+    /// every list and string it holds.
     private struct LatestState {
-        var state: P.State
         var image: [UInt8]?
         var inputOffset: Int64
         /// With binary images: the input offsets that changed the user in the unit and the log
@@ -91,8 +94,7 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         var history: UnitChanges?
 
         /// The user changed again in the unit, at input `offset`.
-        mutating func change(to state: P.State, image: [UInt8]?, at offset: Int64, logTime: Timestamp) {
-            self.state = state
+        mutating func change(image: [UInt8]?, at offset: Int64, logTime: Timestamp) {
             self.image = image
             inputOffset = offset
             history?.record(offset, logTime: logTime)
@@ -184,15 +186,14 @@ struct PartitionLane<P: UserProcessor>: Sendable {
             case .binary:
                 // One history image per changed user per unit, written when the unit is sealed.
                 if let entry = unit.states.index(forKey: userId) {
-                    unit.states.values[entry].change(to: changes[index].after, image: image, at: physical.offset, logTime: logTime)
+                    unit.states.values[entry].change(image: image, at: physical.offset, logTime: logTime)
                 } else {
                     var history = UnitChanges(logTime: logTime)
                     history.record(physical.offset, logTime: logTime)
-                    unit.states[userId] = LatestState(
-                        state: changes[index].after, image: image, inputOffset: physical.offset, history: history)
+                    unit.states[userId] = LatestState(image: image, inputOffset: physical.offset, history: history)
                 }
             case .json:
-                unit.states[userId] = LatestState(state: changes[index].after, image: image, inputOffset: physical.offset)
+                unit.states[userId] = LatestState(image: image, inputOffset: physical.offset)
                 // What the builds before binary images wrote, so a rollback to them loses nothing:
                 // a change record per state change, with its before-image.
                 guard let after = image else { continue }  // JSON images are all encoded while folding.
@@ -291,14 +292,22 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         // Each user's image, in the order of `users`; nil where it did not encode.
         var images: [[UInt8]?] = []
         images.reserveCapacity(users.count)
+        let folded = fold.states
         for user in users {
             let userId = states.keys[user]
+            guard let state = folded[userId] else {
+                // Cannot happen (a changed user's state stays in the fold); refusing the unit is
+                // what keeps the changelog from losing the change if it ever did.
+                fatal = fatal ?? "the state of user \(userId), changed in the unit, is not in the fold at the seal"
+                images.append(nil)
+                continue
+            }
             let image: [UInt8]
             if let encoded = states.values[user].image {
                 image = encoded
             } else {
                 do {
-                    image = try StateCoding.encode(states.values[user].state, as: context.settings.stateImages)
+                    image = try StateCoding.encode(state, as: context.settings.stateImages)
                 } catch {
                     fatal = fatal ?? "cannot encode the state of user \(userId): \(error)"
                     images.append(nil)
@@ -307,7 +316,7 @@ struct PartitionLane<P: UserProcessor>: Sendable {
             }
             images.append(image)
             let wakeUp: ChangelogRecords.WakeUp = P.nextWakeUpDependsOnStateAlone
-                ? .recorded(context.processor.nextWakeUp(states.values[user].state)) : .unrecorded
+                ? .recorded(context.processor.nextWakeUp(state)) : .unrecorded
             records.append(ChangelogRecords.state(
                 userId: userId, image: image, inputOffset: states.values[user].inputOffset, wakeUp: wakeUp,
                 topic: layout.stateTopic, partition: partition))
