@@ -267,8 +267,10 @@ struct OversizedRecordTests {
         await producer.close()
 
         // Done when the last wave's security deliveries are out (4 per user: two access
-        // requests, two sign-ins: every partition got past the bad records) and the outputs
-        // stopped changing (the reminder worker's items take two hops).
+        // requests, two sign-ins: every partition got past the bad records), each user's
+        // upcoming birthday is in the smart section (the reminder worker's item takes two hops,
+        // and a loaded machine once left the outputs still for 2 s before it came), and the
+        // outputs stopped changing.
         let security = Self.users.count * 4
         // Generous: a loaded 2-core machine has been seen to need more than 150 s.
         let deadline = ContinuousClock.now + .seconds(240)
@@ -278,7 +280,8 @@ struct OversizedRecordTests {
         while ContinuousClock.now < deadline {
             outputs = try await readOutputs(fleet)
             delivered = (outputs[Topics.deliveries] ?? []).filter { $0.contains(" security.") }.count
-            if delivered >= security, outputs == previous { break }
+            let upcoming = (outputs[Topics.sections] ?? []).filter { $0.contains(" upcoming reminder:") }.count
+            if delivered >= security, upcoming >= Self.users.count, outputs == previous { break }
             previous = outputs
             try await Task.sleep(for: .seconds(2))
         }
@@ -472,7 +475,9 @@ struct QuarantineTests {
         try await fleet.produceRaw(key: "u-s", value: Array(opened.utf8), to: Topics.appActivity, at: .at("2026-11-21T12:00:00Z"))
 
         var sawNotReady = false, sawNotAlive = false
-        let deadline = ContinuousClock.now + .seconds(90)
+        // Eight failed units with their back-off, then the quarantine: ~20 s alone, and more
+        // than 90 s once in the full pass on two loaded cores.
+        let deadline = ContinuousClock.now + .seconds(240)
         while ContinuousClock.now < deadline {
             let reasons = health.readiness.reasons.map(\.description).joined(separator: "; ")
             if reasons.contains("commit units failed (caused by") { sawNotReady = true }
