@@ -54,6 +54,9 @@ public enum FleetRecord: Hashable, Sendable {
         }
     }
 
+    /// The payload as an existential, for code that works on any payload. The hot paths use
+    /// `visitPayload` instead: a payload wider than three words is copied into a heap-allocated
+    /// box each time it becomes an `any RecordPayload`.
     public var payload: any RecordPayload {
         switch self {
         case .scoreComputed(let p): p
@@ -79,8 +82,35 @@ public enum FleetRecord: Hashable, Sendable {
         }
     }
 
-    public var id: String { payload.id }
-    public var userId: String { payload.userId }
+    /// `visitor` applied to the payload as its own type, without an existential box.
+    func visitPayload<Visitor: RecordPayloadVisitor>(_ visitor: Visitor) throws(Visitor.Failure) -> Visitor.Result {
+        switch self {
+        case .scoreComputed(let p): try visitor.visit(p)
+        case .contactsSyncCompleted(let p): try visitor.visit(p)
+        case .reminderUpserted(let p): try visitor.visit(p)
+        case .reminderCancelled(let p): try visitor.visit(p)
+        case .accessRequested(let p): try visitor.visit(p)
+        case .securityNewSignin(let p), .securitySuspiciousActivity(let p): try visitor.visit(p)
+        case .userSignedUp(let p): try visitor.visit(p)
+        case .appOpened(let p): try visitor.visit(p)
+        case .notificationOpened(let p), .notificationDismissed(let p): try visitor.visit(p)
+        case .settingsChanged(let p): try visitor.visit(p)
+        case .permissionChanged(let p): try visitor.visit(p)
+        case .userAction(let p): try visitor.visit(p)
+        case .scoreViewed(let p): try visitor.visit(p)
+        case .intent(let p): try visitor.visit(p)
+        case .sectionItem(let p): try visitor.visit(p)
+        case .retentionEvent(let p): try visitor.visit(p)
+        case .tick(let p): try visitor.visit(p)
+        case .delivery(let p): try visitor.visit(p)
+        case .decision(let p): try visitor.visit(p)
+        case .sender(let record): try record.visitPayload(visitor)
+        }
+    }
+
+    /// Read for every record folded and every output keyed, so without an existential box.
+    public var id: String { visitPayload(PayloadID()) }
+    public var userId: String { visitPayload(PayloadUserID()) }
 
     /// Whether this is one of the `rin.app.activity` record types.
     public var isActivity: Bool {
@@ -195,7 +225,7 @@ public enum RecordCodec {
     private static func validated(_ record: FleetRecord) throws(RecordError) -> FleetRecord {
         try requireNonEmpty(record.id, "id")
         if case .tick = record {} else { try requireNonEmpty(record.userId, "user_id") }
-        try record.payload.validate()
+        try record.visitPayload(PayloadValidation())
         return record
     }
 
@@ -263,4 +293,23 @@ public enum RecordCodec {
         default: "\(type)"
         }
     }
+}
+
+/// Something done with a record's payload as its own type (`FleetRecord.visitPayload`).
+protocol RecordPayloadVisitor {
+    associatedtype Result
+    associatedtype Failure: Error
+    func visit<Payload: RecordPayload>(_ payload: Payload) throws(Failure) -> Result
+}
+
+private struct PayloadID: RecordPayloadVisitor {
+    func visit<Payload: RecordPayload>(_ payload: Payload) -> String { payload.id }
+}
+
+private struct PayloadUserID: RecordPayloadVisitor {
+    func visit<Payload: RecordPayload>(_ payload: Payload) -> String { payload.userId }
+}
+
+private struct PayloadValidation: RecordPayloadVisitor {
+    func visit<Payload: RecordPayload>(_ payload: Payload) throws(RecordError) { try payload.validate() }
 }

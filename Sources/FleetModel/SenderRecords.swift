@@ -305,6 +305,18 @@ public enum SenderRecord: Hashable, Sendable {
         }
     }
 
+    /// `visitor` applied to the payload as its own type (`FleetRecord.visitPayload`).
+    func visitPayload<Visitor: RecordPayloadVisitor>(_ visitor: Visitor) throws(Visitor.Failure) -> Visitor.Result {
+        switch self {
+        case .deviceRegistered(let p): try visitor.visit(p)
+        case .deviceUnregistered(let p): try visitor.visit(p)
+        case .deviceInvalidated(let p): try visitor.visit(p)
+        case .attempt(let p): try visitor.visit(p)
+        case .result(let p): try visitor.visit(p)
+        case .receipt(let p): try visitor.visit(p)
+        }
+    }
+
     static let decoders: [String: @Sendable (any Decoder) throws -> FleetRecord] = [
         "device.registered": { .sender(.deviceRegistered(try DeviceRegistered(from: $0))) },
         "device.unregistered": { .sender(.deviceUnregistered(try DeviceUnregistered(from: $0))) },
