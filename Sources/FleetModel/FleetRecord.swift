@@ -57,30 +57,7 @@ public enum FleetRecord: Hashable, Sendable {
     /// The payload as an existential, for code that works on any payload. The hot paths use
     /// `visitPayload` instead: a payload wider than three words is copied into a heap-allocated
     /// box each time it becomes an `any RecordPayload`.
-    public var payload: any RecordPayload {
-        switch self {
-        case .scoreComputed(let p): p
-        case .contactsSyncCompleted(let p): p
-        case .reminderUpserted(let p): p
-        case .reminderCancelled(let p): p
-        case .accessRequested(let p): p
-        case .securityNewSignin(let p), .securitySuspiciousActivity(let p): p
-        case .userSignedUp(let p): p
-        case .appOpened(let p): p
-        case .notificationOpened(let p), .notificationDismissed(let p): p
-        case .settingsChanged(let p): p
-        case .permissionChanged(let p): p
-        case .userAction(let p): p
-        case .scoreViewed(let p): p
-        case .intent(let p): p
-        case .sectionItem(let p): p
-        case .retentionEvent(let p): p
-        case .tick(let p): p
-        case .delivery(let p): p
-        case .decision(let p): p
-        case .sender(let record): record.payload
-        }
-    }
+    public var payload: any RecordPayload { visitPayload(PayloadExistential()) }
 
     /// `visitor` applied to the payload as its own type, without an existential box.
     func visitPayload<Visitor: RecordPayloadVisitor>(_ visitor: Visitor) throws(Visitor.Failure) -> Visitor.Result {
@@ -300,6 +277,11 @@ protocol RecordPayloadVisitor {
     associatedtype Result
     associatedtype Failure: Error
     func visit<Payload: RecordPayload>(_ payload: Payload) throws(Failure) -> Result
+}
+
+/// The payload as `any RecordPayload` (`FleetRecord.payload`, `SenderRecord.payload`).
+struct PayloadExistential: RecordPayloadVisitor {
+    func visit<Payload: RecordPayload>(_ payload: Payload) -> any RecordPayload { payload }
 }
 
 private struct PayloadID: RecordPayloadVisitor {

@@ -294,16 +294,7 @@ public enum SenderRecord: Hashable, Sendable {
         }
     }
 
-    public var payload: any RecordPayload {
-        switch self {
-        case .deviceRegistered(let p): p
-        case .deviceUnregistered(let p): p
-        case .deviceInvalidated(let p): p
-        case .attempt(let p): p
-        case .result(let p): p
-        case .receipt(let p): p
-        }
-    }
+    public var payload: any RecordPayload { visitPayload(PayloadExistential()) }
 
     /// `visitor` applied to the payload as its own type (`FleetRecord.visitPayload`).
     func visitPayload<Visitor: RecordPayloadVisitor>(_ visitor: Visitor) throws(Visitor.Failure) -> Visitor.Result {

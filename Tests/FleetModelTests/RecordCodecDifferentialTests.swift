@@ -150,7 +150,7 @@ struct RecordCodecDifferentialTests {
             // the record when the bad escape sat in a duplicate key's ignored value; RecordCodec
             // validates the whole document.
             break
-        case (.failure(let a), .failure(let b)) where namesAnotherBadDataMember(a.message, b.message, in: bytes):
+        case (.failure(let a), .failure(let b)) where namesAnotherBadFreeFormMember(a.message, b.message, in: bytes):
             // JSONDecoder decodes `data` as a dictionary and visits its members in hash order,
             // which changes with the process's hash seed: when two members are bad it names
             // either. RecordCodec names the first in the document, every time.
@@ -169,7 +169,7 @@ struct RecordCodecDifferentialTests {
     /// it, or a raw control character (not valid JSON) in the record. JSONDecoder decodes a
     /// free-form member as a dictionary and visits its members in hash order, which changes
     /// with the process's hash seed, so when two are bad it names either.
-    static func namesAnotherBadDataMember(_ new: String, _ old: String, in bytes: [UInt8]) -> Bool {
+    static func namesAnotherBadFreeFormMember(_ new: String, _ old: String, in bytes: [UInt8]) -> Bool {
         func split(_ message: String) -> (root: Substring, path: Substring, reason: Substring)? {
             guard message.hasPrefix("field '"),
                   let close = message.dropFirst(7).firstIndex(of: "'") else { return nil }
@@ -298,8 +298,8 @@ struct RecordCodecDifferentialTests {
             .replacingOccurrences(of: "\\n", with: "\n")
         let bytes = Array(json.utf8)
         #expect(throws: RecordError("field 'data.names' has the wrong type (expected a string)")) { try RecordCodec.decode(bytes) }
-        #expect(Self.namesAnotherBadDataMember("field 'data.names' has the wrong type (expected a string)", "field 'data.nested' has the wrong type (expected a string)", in: bytes))
-        #expect(!Self.namesAnotherBadDataMember("field 'data.names' has the wrong type (expected a string)", "field 'data.nested' is too long", in: bytes))
+        #expect(Self.namesAnotherBadFreeFormMember("field 'data.names' has the wrong type (expected a string)", "field 'data.nested' has the wrong type (expected a string)", in: bytes))
+        #expect(!Self.namesAnotherBadFreeFormMember("field 'data.names' has the wrong type (expected a string)", "field 'data.nested' is too long", in: bytes))
         Self.compare(bytes)
     }
 

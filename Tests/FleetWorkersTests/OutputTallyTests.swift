@@ -14,16 +14,8 @@ struct OutputTallyTests {
             id: "d", userId: "u", intentId: "i", outcome: .suppressed, reason: "quiet_hours", rule: rule)))
     }
 
-    /// The registry's non-zero samples of `metric`, by their labels.
     static func samples(_ registry: PrometheusCollectorRegistry, _ metric: String) -> [String: Int] {
-        var buffer: [UInt8] = []
-        registry.emit(into: &buffer)
-        var samples: [String: Int] = [:]
-        for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") where line.hasPrefix(metric + "{") {
-            guard let space = line.lastIndex(of: " "), let value = Int(line[line.index(after: space)...]), value > 0 else { continue }
-            samples[String(line[..<space])] = value
-        }
-        return samples
+        registry.nonZeroSamples(of: [metric])
     }
 
     @Test("counts are reported once, summed by label set")
@@ -66,5 +58,20 @@ struct OutputTallyTests {
         for _ in 0..<5 { tally.count(Self.decision(to: "rin.notify.decisions", rule: "P-BUD-1"), observer: nil) }
         tally.report(to: WorkerMetrics(worker: "delivery-worker", registry: registry))
         #expect(Self.samples(registry, "fleet_records_out_total").isEmpty)
+    }
+}
+
+extension PrometheusCollectorRegistry {
+    /// The non-zero integer samples of `metrics`, by their series (name and labels).
+    func nonZeroSamples(of metrics: [String]) -> [String: Int] {
+        var buffer: [UInt8] = []
+        emit(into: &buffer)
+        var samples: [String: Int] = [:]
+        for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n")
+        where metrics.contains(where: { line.hasPrefix($0 + "{") }) {
+            guard let space = line.lastIndex(of: " "), let value = Int(line[line.index(after: space)...]), value > 0 else { continue }
+            samples[String(line[..<space])] = value
+        }
+        return samples
     }
 }

@@ -60,8 +60,8 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         /// Outputs and dead letters, in production order, each with the input that caused it.
         var records: [ProducerRecord] = []
         var causes: [InputPosition?] = []
-        /// The latest state of each user changed in the unit (its image too when the bound check
-        /// encoded it), the input offset it reflects and, with binary images, what its history
+        /// Each user changed in the unit (`LatestState`): its image when the bound check encoded
+        /// it, the input offset its state reflects and, with binary images, what its history
         /// image will name. One changelog record per user per unit: the changelog is compacted,
         /// so only the last would survive; so a state's image and its next wake-up (recorded
         /// beside the image, for lazy restore) are computed when the unit is sealed, once per user.

@@ -111,16 +111,8 @@ struct RuntimeOnInMemoryLogTests {
                 }
             }
         }
-        var buffer: [UInt8] = []
-        registry.emit(into: &buffer)
-        var counted: [String: Int] = [:]
-        for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n")
-        where line.hasPrefix("fleet_records_out_total") || line.hasPrefix("fleet_decisions_total") || line.hasPrefix("fleet_deliveries_total") {
-            guard let space = line.lastIndex(of: " "), let value = Int(line[line.index(after: space)...]), value > 0 else { continue }
-            counted[String(line[..<space])] = value
-        }
         // Outputs only: the changelog's state and history records are counted by the seal.
-        counted = counted.filter { !$0.key.contains(fleet.stateTopic) && !$0.key.contains(fleet.historyTopic) }
+        let counted = registry.nonZeroSamples(of: ["fleet_records_out_total", "fleet_decisions_total", "fleet_deliveries_total"]).filter { !$0.key.contains(fleet.stateTopic) && !$0.key.contains(fleet.historyTopic) }
         #expect(expected.count > 6, "the run writes several label sets: \(expected.keys.sorted())")
         #expect(counted == expected)
     }
