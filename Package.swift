@@ -6,6 +6,17 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// The modules a worker's fold runs through (the Kafka wrapper, records and codecs, state
+/// images, the processors, the runtime). Release builds compile them with cross-module
+/// optimization: their function bodies go into the module interface, so a caller in another
+/// module inlines and specializes them (a record's decoder, the JSON writer, the engine's
+/// step, the runtime's generic fold) instead of calling through unspecialized entry points
+/// that copy, retain and release each value passed. `@inlinable` did that for the few
+/// functions marked; this does it for every one. FoldProfile under callgrind (the fold alone,
+/// 50 000 records, same digest): 3.676G -> 2.935G instructions (-20 %). Debug builds (the
+/// tests) are unaffected.
+let foldPath: [SwiftSetting] = strict + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+
 /// The fleet's binaries allocate through jemalloc instead of glibc's malloc: linked ahead of
 /// libc, it serves every allocation of the process (the Swift runtime's included). A fold
 /// allocates and frees small buffers on every core at once (records, states, outputs), where
@@ -72,13 +83,13 @@ let package = Package(
                 "CRdKafka",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strict
+            swiftSettings: foldPath
         ),
         // Record formats, time, ids and the processor shape shared by every executable.
         .target(
             name: "FleetModel",
             dependencies: [.product(name: "Collections", package: "swift-collections")],
-            swiftSettings: strict
+            swiftSettings: foldPath
         ),
         // The binary state images' schema (Protos/fleet_state.proto) and its generated code
         // (scripts/generate-protos; committed, never generated in the build).
@@ -89,7 +100,7 @@ let package = Package(
             // field access paid a dynamic exclusivity check (`swift_beginAccess`, ~1 % of the
             // delivery worker's CPU at the seal). The generated code only reaches that storage
             // through `_uniqueStorage()` and `withExtendedLifetime`, never overlapping.
-            swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
+            swiftSettings: foldPath + [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
         ),
         // The delivery worker's decisions: pure engine + policy profiles.
         .target(
@@ -102,7 +113,7 @@ let package = Package(
                 .product(name: "Collections", package: "swift-collections"),
             ],
             resources: [.copy("Profiles")],
-            swiftSettings: strict
+            swiftSettings: foldPath
         ),
         // The four upstream workers' decisions: pure processors.
         .target(
@@ -113,7 +124,7 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Yams", package: "Yams"),
             ],
-            swiftSettings: strict
+            swiftSettings: foldPath
         ),
         // The sender's decisions (issue 17): devices, attempts, retries, fallback, receipts; a
         // pure fold like the others, and the provider payloads and answer meanings it relies on.
@@ -209,7 +220,7 @@ let package = Package(
                 .product(name: "Collections", package: "swift-collections"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: strict
+            swiftSettings: foldPath
         ),
         // An in-memory log behind the runtime's seam (`LogClients`): fast tests run the real
         // runtime on it, with crashes and rebalances at every step. Test code: never linked into
