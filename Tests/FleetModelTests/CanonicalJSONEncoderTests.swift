@@ -132,6 +132,47 @@ struct CanonicalJSONEncoderTests {
         }
     }
 
+    @Test("long strings, with an escape or a non-ASCII byte at any place of an eight-byte word, are written as JSONEncoder writes them")
+    func longStringsAgree() async {
+        await propertyCheck(count: 1500, input: Gen.int(in: 0...Int(Int32.max))) { seed in
+            var dice = Dice(seed: seed)
+            // Mostly plain runs, so whole words are skipped, with a piece to escape (or a
+            // multi-byte one) landing anywhere in them; sometimes nothing to escape at all.
+            let plain = "abcdefghijklmnopqrstuvwxyz0123456789"
+            var text = ""
+            for _ in 0..<dice.below(6) {
+                text += String(plain.prefix(dice.below(plain.count + 1)))
+                if dice.chance(70) { text += dice.pick(Self.awkwardPieces) }
+            }
+            expectSameBytes(text, text.debugDescription)
+            expectSameBytes([text: JSONValue.string(text)], text.debugDescription)
+        }
+    }
+
+    @Test("needsEscape: every byte value, alone or paired with another, at every place in a word")
+    func needsEscapeIsExact() {
+        func escaped(_ byte: UInt8) -> Bool { byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") }
+        // Fillers either side of the borrow: plain ASCII, the bytes next to the ones escaped,
+        // and bytes with the high bit set.
+        var mismatches = 0
+        for filler: UInt8 in [0x61, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xFF] {
+            for first in 0...255 {
+                for second in 0...255 where second == 0x61 || second < 0x24 || second == 0x5C || second > 0xFD || first < 0x24 {
+                    let expected = escaped(filler) || escaped(UInt8(first)) || escaped(UInt8(second))
+                    for a in 0..<8 {
+                        for b in 0..<8 where b != a {
+                            var word = UInt64(filler) &* 0x0101_0101_0101_0101
+                            word = word & ~(0xFF << (8 * a)) | UInt64(first) << (8 * a)
+                            word = word & ~(0xFF << (8 * b)) | UInt64(second) << (8 * b)
+                            if CanonicalJSONSession.needsEscape(word) != expected { mismatches += 1 }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(mismatches == 0)
+    }
+
     static let awkwardPieces = [
         "a", "Z", "é", "e\u{301}", "😀", "\u{0}", "\u{1}", "\u{8}", "\u{9}", "\u{a}", "\u{c}", "\u{d}", "\u{1f}", "\"", "\\", "/",
         "\u{7f}", "\u{80}", "\u{2028}", "\u{2029}", "\u{feff}", "日本", " ", "_", "~", "0", "A",
