@@ -458,8 +458,8 @@ public enum StateImageEncoding: String, Sendable, Hashable {
 /// with its format version's tag (`0x08`).
 public enum StateCoding {
     public static func encode<State: Encodable>(_ state: State, as encoding: StateImageEncoding = .binary) throws -> [UInt8] {
-        if encoding == .binary, let binary = state as? any BinaryStateImage {
-            return try binary.binaryImage()
+        if encoding == .binary, let binary = State.self as? any BinaryStateImage.Type {
+            return try binary.binaryImage(ofSameType: state)
         }
         return try CanonicalJSONEncoder.encode(state)
     }
@@ -467,8 +467,8 @@ public enum StateCoding {
     /// An upper bound on the size of `encode(state, as: encoding)` that costs no encoding, or nil
     /// when there is none (JSON images, states without `BinaryStateImage.binaryImageSizeBound()`).
     public static func imageSizeBound<State>(of state: State, as encoding: StateImageEncoding = .binary) -> Int? {
-        guard encoding == .binary, let binary = state as? any BinaryStateImage else { return nil }
-        return binary.binaryImageSizeBound()
+        guard encoding == .binary, let binary = State.self as? any BinaryStateImage.Type else { return nil }
+        return binary.binaryImageSizeBound(ofSameType: state)
     }
 
     /// Decodes an image of either kind; throws `StateImageError` naming the problem, never
@@ -494,5 +494,27 @@ public enum StateCoding {
     /// holds, operators read states as JSON.
     public static func json<State: Encodable>(_ state: State) throws -> [UInt8] {
         try CanonicalJSONEncoder.encode(state)
+    }
+}
+
+extension BinaryStateImage {
+    /// `binaryImage()` of `state`, a value of this very type reached through a generic
+    /// (`StateCoding`, after `State.self as? any BinaryStateImage.Type`), read where it lies.
+    /// Casting the value instead (`state as? any BinaryStateImage`) copied a whole state into a
+    /// heap box, a retain per collection it holds, at every step and every seal.
+    fileprivate static func binaryImage<State>(ofSameType state: borrowing State) throws(StateImageError) -> [UInt8] {
+        precondition(State.self == Self.self, "\(State.self) read as \(Self.self)")
+        return try withUnsafePointer(to: state) { (pointer) throws(StateImageError) -> [UInt8] in
+            try UnsafeRawPointer(pointer).assumingMemoryBound(to: Self.self).pointee.binaryImage()
+        }
+    }
+
+    /// `binaryImageSizeBound()` of `state`, a value of this very type, read where it lies (as
+    /// `binaryImage(ofSameType:)`).
+    fileprivate static func binaryImageSizeBound<State>(ofSameType state: borrowing State) -> Int? {
+        precondition(State.self == Self.self, "\(State.self) read as \(Self.self)")
+        return withUnsafePointer(to: state) { pointer in
+            UnsafeRawPointer(pointer).assumingMemoryBound(to: Self.self).pointee.binaryImageSizeBound()
+        }
     }
 }
