@@ -65,10 +65,10 @@ extension CanonicalJSONSession {
         }
     }
 
-    /// Whether one of the eight bytes of `word` is below 0x20, `"` or `\\` (the bytes a JSON
-    /// string escapes). Exact: the tests' exhaustive check says so for every byte value at every
-    /// position. A borrow can only run on from a byte that matches, so a word without one never
-    /// reads as one that has.
+    /// Whether one of the eight bytes of `word` is below 0x20, `"` or `\` (the bytes a JSON
+    /// string escapes), exactly: a borrow only runs on from a byte that matches, so a word
+    /// without one never reads as one that has. `CanonicalJSONEncoderTests` checks every byte
+    /// value, alone and paired, at every place of a word.
     @inline(__always)
     static func needsEscape(_ word: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
