@@ -151,15 +151,15 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             step.deadLetter = RecordError("record of type '\(record.type)' has no user_id")
             return step
         }
-        let before: P.State?
+        let stored: [String: P.State].Index?
         do {
-            before = try storedState(of: user)
+            stored = try storedIndex(of: user)
         } catch {
             step.deadLetter = RecordError(
                 "the state of user \(RecordError.quote(user)) restored from the changelog does not decode, so its records cannot be processed: \(error)")
             return step
         }
-        var state = before ?? processor.initialState(userId: user)
+        var state = state(at: stored, of: user)
         var context = ProcessingContext(now: now, userId: user, ids: step.ids)
         do {
             try processor.process(record, state: &state, context: &context)
@@ -175,8 +175,9 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         step.take(context.outputs)
         step.recordOutputs = firstOwn..<step.outputs.count
         step.recordUser = user
-        if store(state, for: user, before: before, into: &step) {
-            timers.update(user, to: processor.nextWakeUp(state))
+        let wakeUp = processor.nextWakeUp(state)
+        if keep(consume state, for: user, at: stored, into: &step) {
+            timers.update(user, to: wakeUp)
         }
         fireTimers(dueBy: now, into: &step)
         return step
@@ -240,30 +241,41 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         while let (user, due) = timers.popDue(by: limit) {
             let now = max(due, storedLogTime ?? due)
             storedLogTime = now
-            let before: P.State?
+            let stored: [String: P.State].Index?
             do {
-                before = try storedState(of: user)
+                stored = try storedIndex(of: user)
             } catch {
                 step.undecodable.append(UndecodableState(userId: user, error: error))
                 timers.rescheduleFired(user, to: nil, firedAt: now)
                 continue
             }
-            var state = before ?? processor.initialState(userId: user)
+            var state = state(at: stored, of: user)
             var context = ProcessingContext(now: now, userId: user, ids: step.ids)
             processor.fireTimers(state: &state, context: &context)
             step.ids = context.ids
             step.take(context.outputs)
-            store(state, for: user, before: before, into: &step)
-            timers.rescheduleFired(user, to: processor.nextWakeUp(state), firedAt: now)
+            let wakeUp = processor.nextWakeUp(state)
+            keep(consume state, for: user, at: stored, into: &step)
+            timers.rescheduleFired(user, to: wakeUp, firedAt: now)
         }
     }
 
-    /// `user`'s stored state, decoding a held image on this first touch (nil: a user without
-    /// one). The one place a step reads a user's state, for records and timers alike.
+    /// Where `user`'s stored state is in `storedStates`, decoding a held image on this first
+    /// touch (nil: a user without one). The one place a step finds a user's state, for records
+    /// and timers alike; the index stays valid until the step keeps the user's new state.
     @inlinable
-    mutating func storedState(of user: String) throws(StateImageError) -> P.State? {
-        if let state = storedStates[user] { return state }
-        return heldImages.isEmpty ? nil : try decodeHeld(user)
+    mutating func storedIndex(of user: String) throws(StateImageError) -> [String: P.State].Index? {
+        if let index = storedStates.index(forKey: user) { return index }
+        guard !heldImages.isEmpty, try decodeHeld(user) != nil else { return nil }
+        return storedStates.index(forKey: user)
+    }
+
+    /// A copy of the stored state at `stored`, for the step to change; the initial state of
+    /// `user` when there is none.
+    @inlinable
+    func state(at stored: [String: P.State].Index?, of user: String) -> P.State {
+        if let stored { return storedStates.values[stored] }
+        return processor.initialState(userId: user)
     }
 
     /// Decodes `user`'s held image, if it has one, and keeps the state decoded from then on. A
@@ -278,26 +290,35 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         return state
     }
 
-    /// Keeps `state` if it differs from where the step started (`before`, the stored state, or
-    /// the initial one of a user never stored) and says whether it did: unchanged users cost no
-    /// changelog record, users a record did not change are not kept in memory, and an unchanged
-    /// state has the same wake-up as before.
+    /// Keeps `state` if it differs from where the step started (the stored state at `stored`,
+    /// or the initial one of a user never stored) and says whether it did: unchanged users cost
+    /// no changelog record, users a record did not change are not kept in memory, and an
+    /// unchanged state has the same wake-up as before.
     ///
-    /// The start is not kept as a copy of its own: a state copy is a retain per collection it
-    /// holds, and the initial state is made again only for a user never stored.
+    /// The stored state is compared and swapped where it lies, and the state it held moves into
+    /// the step as the change's `before`. A state copy is a retain per collection it holds:
+    /// taking `before` out as a copy, then storing and recording copies of the new state, made
+    /// five copies of a state per step; now there are two, the one the step changes and the
+    /// change's `after` (`Benchmarks/FoldProfile`: 2.776G → 2.646G instructions, −4.7 %).
     @inlinable @discardableResult
-    mutating func store(
-        _ state: P.State, for user: String, before: P.State?, into step: inout FoldStep<P.State>
+    mutating func keep(
+        _ state: consuming P.State, for user: String, at stored: [String: P.State].Index?, into step: inout FoldStep<P.State>
     ) -> Bool {
-        if let before {
-            if state == before { return false }
-        } else if state == processor.initialState(userId: user) {
-            return false
+        guard let stored else {
+            if state == processor.initialState(userId: user) { return false }
+            storedStates[user] = copy state
+            step.recordChange(of: user, before: nil, after: state)
+            return true
         }
-        storedStates[user] = state
-        step.recordChange(of: user, before: before, after: state)
+        if Self.isUnchanged(&storedStates.values[stored], state) { return false }
+        swap(&state, &storedStates.values[stored])
+        step.recordChange(of: user, before: state, after: storedStates.values[stored])
         return true
     }
+
+    /// `stored == state`, with `stored` reached in place (a getter would copy it first).
+    @inlinable
+    static func isUnchanged(_ stored: inout P.State, _ state: borrowing P.State) -> Bool { stored == state }
 }
 
 /// What one fold step produced: the outputs in order, the users whose state changed, and the
@@ -345,8 +366,9 @@ public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
         if outputs.isEmpty { outputs = produced } else { outputs.append(contentsOf: produced) }
     }
 
+    /// `before` and `after` are taken, not copied: the fold hands over its last use of each.
     @inlinable
-    mutating func recordChange(of user: String, before: State?, after: State) {
+    mutating func recordChange(of user: String, before: consuming State?, after: consuming State) {
         if let position = position(of: user) {
             changeList[position].after = after
             return
