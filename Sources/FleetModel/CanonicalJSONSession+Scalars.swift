@@ -203,16 +203,34 @@ extension CanonicalJSONSession {
         }
     }
 
-    /// An object's members in key order: written in the dictionary's order, then sorted by the
-    /// same code as any keyed container.
+    /// An object's members in key order, by their UTF-8 bytes (the order `closeObject` gives a
+    /// keyed container's members), written in that order at once.
+    ///
+    /// Why not through a frame, as a keyed container: that wrote the members in the
+    /// dictionary's order, noted each, then sorted and rewrote them through a scratch buffer,
+    /// two thirds of writing an intent's data or an item's (`Benchmarks/FoldProfile`: −57M
+    /// instructions, −2.4 %). A dictionary's keys are distinct strings, so there is nothing to
+    /// merge: sorting the keys is the whole job.
     func writeJSONObject(_ members: [String: JSONValue]) throws {
-        pushFrame(.none)
-        let depth = frames.count - 1
-        _ = open(.object, depth: depth)
-        for (key, member) in members {
-            beginMember(key, depth: depth)
-            try writeJSONValue(member)
+        bytes.append(.openBrace)
+        if members.count == 1, let member = members.first {
+            writeString(member.key)
+            bytes.append(.colon)
+            try writeJSONValue(member.value)
+        } else if members.count > 1 {
+            try withUnsafeTemporaryAllocation(of: [String: JSONValue].Index.self, capacity: members.count) { buffer in
+                var order = buffer
+                _ = order.initialize(from: members.indices)
+                defer { _ = order.deinitialize() }
+                order.sort { members.keys[$0].utf8.lexicographicallyPrecedes(members.keys[$1].utf8) }
+                for position in order.indices {
+                    if position > 0 { bytes.append(.comma) }
+                    writeString(members.keys[order[position]])
+                    bytes.append(.colon)
+                    try writeJSONValue(members.values[order[position]])
+                }
+            }
         }
-        try closeFrame()
+        bytes.append(.closeBrace)
     }
 }

@@ -82,8 +82,6 @@ final class CanonicalJSONSession {
         self.bytes = bytes
         self.basePath = basePath
         self.bytes.reserveCapacity(bytes.count + 256)
-        frames.reserveCapacity(8)
-        entries.reserveCapacity(32)
     }
 
     func takeBytes() -> [UInt8] {
@@ -118,6 +116,14 @@ final class CanonicalJSONSession {
 
     @inline(__always)
     func pushFrame(_ path: PathComponent) {
+        // Reserved on first use, not in `init`: the records written directly
+        // (`writeRecordDirectly`) without a free-form object (decisions, deliveries) never push
+        // a frame, and allocated and freed both lists for nothing (`Benchmarks/FoldProfile`:
+        // 2.825G → 2.776G instructions, −1.7 %).
+        if frames.capacity == 0 {
+            frames.reserveCapacity(8)
+            entries.reserveCapacity(32)
+        }
         nextSerial &+= 1
         frames.append(Frame(
             kind: .empty, start: bytes.count, firstEntry: entries.count, count: 0, serial: nextSerial,
