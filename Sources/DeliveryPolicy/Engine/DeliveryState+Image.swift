@@ -81,21 +81,25 @@ extension DeliveryState: BinaryStateImage {
         bound += lifetime.keys.reduce(0) { $0 + B.framed(B.string($1) + B.scalar) }
         bound += dismissals.reduce(0) { $0 + B.framed(B.string($1.category) + B.scalar) }
         bound += cooldownUntil.keys.reduce(0) { $0 + B.framed(B.string($1) + B.scalar) }
-        bound += pending.reduce(0) { $0 + B.framed(Self.sizeBound(of: $1)) }
+        // By position in spans: iterating the lists copied every candidate and intent.
+        let pending = pending.span
+        for index in pending.indices { bound += B.framed(Self.sizeBound(of: pending[index])) }
         bound += B.framed(memory.count * 12)
         return bound
     }
 
-    private static func sizeBound(of intent: PendingIntent) -> Int {
-        ImageSizeBound.string(intent.id) + ImageSizeBound.string(intent.type) + ImageSizeBound.framed(ImageSizeBound.json(intent.data))
+    private static func sizeBound(of intent: borrowing PendingIntent) -> Int {
+        ImageSizeBound.string(intent.id) + ImageSizeBound.string(intent.type) + ImageSizeBound.framed(intent.dataSizeBound.value)
             + 2 * ImageSizeBound.scalar
     }
 
-    private static func sizeBound(of candidate: Candidate) -> Int {
+    private static func sizeBound(of candidate: borrowing Candidate) -> Int {
         // kind, phase, first arrival, due, until.
-        5 * ImageSizeBound.scalar + ImageSizeBound.string(candidate.category) + ImageSizeBound.string(candidate.notificationId)
-            + candidate.intents.reduce(0) { $0 + ImageSizeBound.framed(sizeBound(of: $1)) }
-            + ImageSizeBound.strings(candidate.summarised)
+        var bound = 5 * ImageSizeBound.scalar + ImageSizeBound.string(candidate.category)
+            + ImageSizeBound.string(candidate.notificationId) + ImageSizeBound.strings(candidate.summarised)
+        let intents = candidate.intents.span
+        for index in intents.indices { bound += ImageSizeBound.framed(sizeBound(of: intents[index])) }
+        return bound
     }
 
     public init(binaryImage bytes: [UInt8]) throws(StateImageError) {
