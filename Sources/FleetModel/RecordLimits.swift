@@ -156,7 +156,7 @@ public struct RecordLimits: Hashable, Sendable {
     /// No string limit is below this, and no list limit below `shortestList`: shorter values
     /// need no lookup, which keeps the common record (short strings, short lists) to a walk.
     static let shortestString = min(fieldBytes.values.min() ?? 0, freeTextBytes)
-    private static let shortestList = min(listElements.values.min() ?? 0, defaultListElements)
+    static let shortestList = min(listElements.values.min() ?? 0, defaultListElements)
 
     private static func check(members: [(key: String, value: JSONNode)], freeForm: Bool, depth: Int) throws(Violation) {
         for (key, value) in members {

@@ -201,6 +201,80 @@ struct PlainRecordDecodingTests {
     }
 }
 
+extension PlainRecordDecodingTests {
+    static func plainData(_ json: String) -> JSONObject? {
+        Array(json.utf8).withUnsafeBufferPointer(PlainRecordDecoding.plainFreeForm)
+    }
+
+    /// `json` as `data` of the plain intent.
+    static func intent(withData json: String) -> [UInt8] {
+        Array(plain.replacingOccurrences(#""data":{"n":1,"names":["A","B"]}"#, #""data":"# + json).utf8)
+    }
+
+    @Test("plain free-form data is read from the bytes, as the tree reads it", arguments: [
+        #"{}"#,
+        #"{"n":1}"#,
+        #"{ "a" : -12 , "b":[ ] ,"c":{ } }"#,
+        #"{"t":true,"f":false,"z":null,"s":"","l":[1,"x",true,null,-3]}"#,
+        #"{"contact":{"name":"Alice","ids":[1,2,3],"inner":{"deeper":{"deepest":{"k":"v"}}}}}"#,
+        #"{"big":999999999999999999,"small":-999999999999999999,"zero":0}"#,
+        "{\n\t\"k\"\r:\n\"v\"\t}",
+    ])
+    func plainDataIsReadFromTheBytes(_ json: String) throws {
+        let data = try #require(Self.plainData(json), "not read from the bytes")
+        let tree = try JSONValue.object(node: JSONReader.read(Array(json.utf8), dialect: .foundationCompatible), path: .root)
+        #expect(data == tree)
+        let record = Self.intent(withData: json)
+        #expect(Self.byteIntent(record)?.data == data)
+        RecordCodecDifferentialTests.compare(record)
+    }
+
+    @Test("free-form data the bytes cannot settle is left to the tree, which reads it as JSONDecoder does", arguments: [
+        ("a repeated name", #"{"a":1,"a":2}"#),
+        ("an escape", #"{"a":"x\u0041"}"#),
+        ("an escaped name", #"{"\u0061":1}"#),
+        ("a non-ASCII string", #"{"a":"é"}"#),
+        ("a fraction", #"{"a":1.5}"#),
+        ("an integral fraction", #"{"a":2.0}"#),
+        ("an exponent", #"{"a":1e3}"#),
+        ("a 19-digit integer", #"{"a":1234567890123456789}"#),
+        ("a negative zero", #"{"a":-0}"#),
+        ("a leading zero", #"{"a":01}"#),
+        ("a list in a list", #"{"a":[[1]]}"#),
+        ("an object in a list", #"{"a":[{"b":1}]}"#),
+        ("nesting past the plain depth", #"{"a":{"b":{"c":{"d":{"e":{"f":1}}}}}}"#),
+        ("a literal cut short", #"{"a":tru}"#),
+        ("a trailing comma", #"{"a":1,}"#),
+        ("a missing value", #"{"a":}"#),
+    ])
+    func unusualDataIsLeftToTheTree(_ what: String, _ json: String) {
+        #expect(Self.plainData(json) == nil, "\(what): read from the bytes")
+        RecordCodecDifferentialTests.compare(Self.intent(withData: json))
+    }
+
+    @Test("data at a size limit's edge is read from the bytes; one past it is left to the tree, which refuses what it must")
+    func dataAtTheLimitsEdges() {
+        func members(_ count: Int) -> String {
+            "{" + (0..<count).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}"
+        }
+        func list(_ count: Int) -> String {
+            "{\"l\":[" + (0..<count).map(String.init).joined(separator: ",") + "]}"
+        }
+        func text(_ count: Int) -> String { "{\"s\":\"" + String(repeating: "x", count: count) + "\"}" }
+        for (what, atEdge, pastIt) in [
+            ("members", members(RecordLimits.freeFormMembers), members(RecordLimits.freeFormMembers + 1)),
+            ("list elements", list(RecordLimits.shortestList), list(RecordLimits.shortestList + 1)),
+            ("string bytes", text(RecordLimits.shortestString), text(RecordLimits.shortestString + 1)),
+        ] {
+            #expect(Self.plainData(atEdge) != nil, "\(what): the edge is not read from the bytes")
+            RecordCodecDifferentialTests.compare(Self.intent(withData: atEdge))
+            #expect(Self.plainData(pastIt) == nil, "\(what): past the edge read from the bytes")
+        }
+        // Past the member limit the tree refuses the intent; JSONDecoder, which has no limits, would not.
+        #expect(throws: RecordError.self) { try RecordCodec.decode(Self.intent(withData: members(RecordLimits.freeFormMembers + 1))) }
+    }
+}
+
 extension String {
     fileprivate func replacingOccurrences(_ target: String, _ replacement: String) -> String {
         precondition(contains(target), "\(target) is not in the record")
