@@ -8,6 +8,10 @@ public import Kafka
 public enum KafkaRecords {
     /// `output` as the Kafka record to write to `physicalTopic` (its topic in the worker's
     /// namespace and generation, `OutputDestination`), with `value` its canonical encoding.
+    ///
+    /// Always inlined: called, it took a copy of the whole output (a retain and a release of
+    /// every string it holds) for the two fields it reads.
+    @inline(__always)
     public static func producerRecord(_ output: OutputRecord, value: [UInt8], physicalTopic: String) -> ProducerRecord {
         ProducerRecord(
             topic: physicalTopic, key: output.key.isEmpty ? nil : Array(output.key.utf8),

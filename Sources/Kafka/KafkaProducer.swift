@@ -135,42 +135,70 @@ public final class KafkaProducer: Sendable {
         }
         guard admitted else { throw KafkaError.closed("producer") }
         let batch = DeliveryBatch(count: count)
-        var index = 0
+        var first = 0
         for part in parts {
-            // Read in place (a span): iterating the array copied every record.
-            let records = part.span
-            for position in records.indices {
-                var err = produce(records[position], opaque: batch.opaque(for: index))
-                while err == RD_KAFKA_RESP_ERR__QUEUE_FULL {
-                    // The local queue is full: let the poll thread drain delivery reports, then retry.
-                    try? await Task.sleep(for: .milliseconds(1))
-                    err = produce(records[position], opaque: batch.opaque(for: index))
-                }
-                if err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                    batch.refuse(index, error: KafkaError(
-                        err, detail: "produce to \(records[position].topic): \(String(cString: rd_kafka_err2str(err)))"))
-                }
-                index += 1
+            var position = 0
+            while true {
+                position = produce(part, from: position, into: batch, firstIndex: first)
+                if position == part.count { break }
+                // The local queue is full: let the poll thread drain delivery reports, then retry.
+                try? await Task.sleep(for: .milliseconds(1))
             }
+            first += part.count
         }
         sendGate.withLock { $0.enqueueing -= 1 }
         await batch.waitForAll()
         return batch
     }
 
-    private func produce(_ record: borrowing ProducerRecord, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
-        let headers = HeaderBridge.make(record.headers)
-        let err = withOptionalBytes(record.key) { key in
-            withOptionalBytes(record.value) { value in
-                crdk_produce(handle.raw, record.topic, record.partition ?? -1,
-                             key.baseAddress, key.count, value.baseAddress, value.count,
-                             headers, record.timestamp ?? 0, opaque)
+    /// Produces `records` from `start` on, in order, until librdkafka's local queue is full, and
+    /// returns where it stopped (`records.count` once all are enqueued). `firstIndex` is the
+    /// batch index of `records[0]`; a record refused for another reason fails in `batch`.
+    ///
+    /// Synchronous, and apart from `enqueue`'s waiting: in the async function each record read
+    /// in place was first copied into the task's frame (a retain and a release of its topic,
+    /// key, value and headers, for every record produced).
+    private func produce(_ records: [ProducerRecord], from start: Int, into batch: DeliveryBatch, firstIndex: Int) -> Int {
+        records.withUnsafeBufferPointer { records in
+            guard let base = records.baseAddress else { return 0 }
+            for position in start..<records.count {
+                let index = firstIndex + position
+                let err = produce(base + position, opaque: batch.opaque(for: index))
+                if err == RD_KAFKA_RESP_ERR__QUEUE_FULL { return position }
+                if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    batch.refuse(index, error: KafkaError(
+                        err, detail: "produce to \(records[position].topic): \(String(cString: rd_kafka_err2str(err)))"))
+                }
             }
+            return records.count
         }
+    }
+
+    /// The record at `record`, read where it lies: passed as a value, even `borrowing`, it was
+    /// copied first.
+    private func produce(_ record: UnsafePointer<ProducerRecord>, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
+        let headers = HeaderBridge.make(record.pointee.headers)
+        let err = Self.produce(
+            on: handle.raw, topic: record.pointee.topic, partition: record.pointee.partition ?? -1, key: record.pointee.key,
+            value: record.pointee.value, headers: headers, timestamp: record.pointee.timestamp ?? 0, opaque: opaque)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR, let headers {
             rd_kafka_headers_destroy(headers)  // still ours when produce failed
         }
         return err
+    }
+
+    /// The record's parts passed one by one: closures that captured the whole record made a
+    /// copy of it for every record produced (a retain and a release of its topic, key, value
+    /// and headers).
+    private static func produce(
+        on handle: OpaquePointer, topic: String, partition: Int32, key: [UInt8]?, value: [UInt8]?, headers: OpaquePointer?,
+        timestamp: Int64, opaque: UnsafeMutableRawPointer
+    ) -> rd_kafka_resp_err_t {
+        withOptionalBytes(key) { key in
+            withOptionalBytes(value) { value in
+                crdk_produce(handle, topic, partition, key.baseAddress, key.count, value.baseAddress, value.count, headers, timestamp, opaque)
+            }
+        }
     }
 
     /// Waits until every enqueued record has been delivered (or failed), at most `timeout`.

@@ -387,12 +387,17 @@ actor FoldCore<P: UserProcessor> {
     /// Hands one batch's records of the folded log to their partitions' lanes and forwards the
     /// ingest and carried records into the open unit. A lane over its high-water mark has its
     /// partition paused until it drains (`laneDrained`).
-    func process(_ batch: [KafkaMessage]) {
+    ///
+    /// Takes the batch (`batch` is left empty) and moves each record on to its lane: copying
+    /// them was a retain and a release of each record's topic, key, value and headers, ~2 % of
+    /// a busy delivery worker's CPU.
+    func process(_ batch: inout [KafkaMessage]) {
         let now = ContinuousClock.now
         var inCounts: [String: Int] = [:]
         var lanes: [Int32: [KafkaMessage]] = [:]
         let namespace = settings.topics
-        for message in batch {
+        var remaining = batch.takeReversed()
+        while let message = remaining.popLast() {
             if mismatches[message.topic] != nil { continue }
             if message.topic == layout.foldedTopic {
                 // Counted by the lane, which skips re-delivered copies.
@@ -413,13 +418,14 @@ actor FoldCore<P: UserProcessor> {
         }
         for (topic, count) in inCounts { observer?.recordIn(topic: topic, count: count) }
         var full: [TopicPartition] = []
-        for (partition, records) in lanes {
+        // Taken out of `lanes` so that each lane gets the only reference to its records.
+        while let (partition, records) = lanes.popFirst() {
             // Not ours to fold now (restoring, revoked): dropped, and read again from the
             // offset the restore seeks to.
             guard let entry = folded[partition], entry.lifecycle.isActive, let lane = entry.lane else { continue }
-            if lane.submit(records) { full.append(TopicPartition(layout.foldedTopic, partition)) }
-            folded[partition]?.lastActivity = now
             dispatchedSinceSeal += records.count
+            if lane.submit(consume records) { full.append(TopicPartition(layout.foldedTopic, partition)) }
+            folded[partition]?.lastActivity = now
             unit.touch(at: now)
         }
         guard !full.isEmpty else { return }

@@ -75,12 +75,18 @@ final class FoldLane<P: UserProcessor>: Sendable {
     /// Queues records of this partition (in offset order). Returns true when the lane is now
     /// over its high-water mark and marks it paused: the caller pauses the partition, and the
     /// lane calls `drained` when it may resume.
-    func submit(_ records: [KafkaMessage]) -> Bool {
+    ///
+    /// Takes `records`: the lane folds them by moving each out (`PartitionLane.fold`), which
+    /// needs the only reference to them.
+    func submit(_ records: consuming [KafkaMessage]) -> Bool {
         var bytes = records.count * Self.bytesPerRecord
-        for record in records { bytes += (record.key?.count ?? 0) + (record.value?.count ?? 0) }
+        let span = records.span
+        for index in span.indices { bytes += (span[index].key?.count ?? 0) + (span[index].value?.count ?? 0) }
+        // Moved into the queue: a copy left here would share the records with the lane.
+        var job: Job? = .records(records, bytes: bytes)
         let (waiter, full) = shared.withLock { shared -> (CheckedContinuation<Void, Never>?, Bool) in
-            guard !shared.discarded else { return (nil, false) }
-            shared.jobs.append(.records(records, bytes: bytes))
+            guard !shared.discarded, let job = job.take() else { return (nil, false) }
+            shared.jobs.append(job)
             shared.queuedBytes += bytes
             let full = !shared.paused && shared.queuedBytes > highWater
             if full { shared.paused = true }
@@ -159,9 +165,9 @@ final class FoldLane<P: UserProcessor>: Sendable {
     func run() async {
         guard var lane = start.withLock({ $0.take() }) else { return }
         while let job = await nextJob() {
-            switch job {
-            case .records(let records, let bytes):
-                let folded = lane.fold(records)
+            switch consume job {
+            case .records(var records, let bytes):
+                let folded = lane.fold(&records)
                 if folded > 0 { observer?.recordIn(topic: foldedTopic, count: folded) }
                 let wakeUp = lane.nextWakeUp
                 let resume = shared.withLock { shared -> Bool in

@@ -280,8 +280,10 @@ public struct WorkerRuntime<P: UserProcessor>: Service {
         _ batches: Batches, core: FoldCore<P>, lock: AsyncLock
     ) async throws -> WorkerLifecycle.Ending? where Batches.Element == [KafkaMessage] {
         for try await batch in batches.cancelOnGracefulShutdown() {
+            // Handed over, not shared: the core moves each record on to its lane (`process`).
+            var batch = consume batch
             try await lock.withLock {
-                await core.process(batch)
+                await core.process(&batch)
                 try await core.commitIfDue(now: .now)
                 if let fatal = await core.fatal { throw fatal }
             }

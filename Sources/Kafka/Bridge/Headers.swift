@@ -5,16 +5,22 @@ enum HeaderBridge {
     static func make(_ headers: [KafkaHeader]) -> OpaquePointer? {
         guard !headers.isEmpty else { return nil }
         let list = rd_kafka_headers_new(headers.count)!
-        for header in headers {
-            if let value = header.value {
-                value.withUnsafeBytes { bytes in
-                    _ = rd_kafka_header_add(list, header.name, -1, bytes.baseAddress, bytes.count)
-                }
-            } else {
-                _ = rd_kafka_header_add(list, header.name, -1, nil, 0)
-            }
+        // Read in place (a span): iterating the array copied every header.
+        let headers = headers.span
+        for index in headers.indices {
+            add(name: headers[index].name, value: headers[index].value, to: list)
         }
         return list
+    }
+
+    private static func add(name: String, value: [UInt8]?, to list: OpaquePointer) {
+        if let value {
+            value.withUnsafeBytes { bytes in
+                _ = rd_kafka_header_add(list, name, -1, bytes.baseAddress, bytes.count)
+            }
+        } else {
+            _ = rd_kafka_header_add(list, name, -1, nil, 0)
+        }
     }
 
     /// Copies of a message's headers (the message keeps owning its header list).
