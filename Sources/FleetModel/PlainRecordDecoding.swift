@@ -16,6 +16,8 @@
 // checks both against `JSONDecoder` on random, mutated and spaced-out records, and
 // `PlainRecordDecodingTests` that the plain cases are taken here and the unusual ones are not.
 
+import Foundation
+
 enum PlainRecordDecoding {
     /// The record in `bytes`, when it is one of the types read here, written plainly; nil otherwise.
     static func record(_ bytes: UnsafeBufferPointer<UInt8>) -> FleetRecord? {
@@ -28,6 +30,11 @@ enum PlainRecordDecoding {
     /// (see `Scanner.plainFreeForm`).
     static func plainFreeForm(_ bytes: UnsafeBufferPointer<UInt8>) -> JSONObject? {
         Scanner.plainFreeForm(bytes)
+    }
+
+    /// Whether `word`'s eight bytes are all ones `plainString` takes (see `Scanner.isPlain`).
+    static func isPlainWord(_ word: UInt64) -> Bool {
+        Scanner.isPlain(word)
     }
 
     /// A member's value, as far as the plain case goes.
@@ -375,6 +382,12 @@ enum PlainRecordDecoding {
         private mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             let start = index
+            // Eight bytes at a time while they are all plain (most of an id or a name), then byte
+            // by byte from the word that holds the closing quote or anything else.
+            let raw = UnsafeRawBufferPointer(bytes)
+            while index &+ 8 <= bytes.count, Self.isPlain(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+                index &+= 8
+            }
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
@@ -435,7 +448,21 @@ enum PlainRecordDecoding {
         }
 
         static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
-            bytes.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+            let count = literal.utf8CodeUnitCount
+            guard bytes.count == count else { return false }
+            guard let base = bytes.baseAddress, count > 0 else { return true }
+            return memcmp(base, literal.utf8Start, count) == 0
+        }
+
+        /// Whether all eight bytes of `word` are printable ASCII other than `"` and `\`: the
+        /// bytes `plainString` takes. Exact, as `CanonicalJSONSession.needsEscape` is (which
+        /// finds the bytes below 0x20, `"` and `\`); DEL and bytes from 0x80 are tested apart.
+        @inline(__always)
+        static func isPlain(_ word: UInt64) -> Bool {
+            let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
+            let delete = word ^ (ones &* 0x7F)
+            let deleteFound = (delete &- ones) & ~delete & high
+            return word & high == 0 && deleteFound == 0 && !CanonicalJSONSession.needsEscape(word)
         }
 
         /// Printable ASCII only (`plainString`), so no validation is needed.

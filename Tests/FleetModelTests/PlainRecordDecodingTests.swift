@@ -166,6 +166,11 @@ struct PlainRecordDecodingTests {
         ("a duplicate coordinate", plain.replacingOccurrences(#""offset":5"#, #""offset":5,"offset":6"#)),
         ("a non-ASCII id", plain.replacingOccurrences(#""id":"i1""#, #""id":"é""#)),
         ("a control character", plain.replacingOccurrences(#""id":"i1""#, "\"id\":\"i\u{1}\"")),
+        // Inside a long string, where the bytes are taken eight at a time.
+        ("an escape in a long id", plain.replacingOccurrences(#""id":"i1""#, #""id":"abcdefghijklmnop\u0031qrstuvw""#)),
+        ("a non-ASCII byte in a long id", plain.replacingOccurrences(#""id":"i1""#, #""id":"abcdefghijklmnopéqrstuvw""#)),
+        ("a DEL in a long id", plain.replacingOccurrences(#""id":"i1""#, "\"id\":\"abcdefghijklmnop\u{7f}qrstuvw\"")),
+        ("a control character in a long id", plain.replacingOccurrences(#""id":"i1""#, "\"id\":\"abcdefghijklmnop\u{1}qrstuvw\"")),
         ("a trailing comma", plain.replacingOccurrences(#""v":1}"#, #""v":1,}"#)),
         ("text after the record", plain + "x"),
         ("a time that does not parse", plain.replacingOccurrences(#""v":1"#, #""v":1,"expires_at":"tomorrow""#)),
@@ -250,6 +255,30 @@ extension PlainRecordDecodingTests {
     func unusualDataIsLeftToTheTree(_ what: String, _ json: String) {
         #expect(Self.plainData(json) == nil, "\(what): read from the bytes")
         RecordCodecDifferentialTests.compare(Self.intent(withData: json))
+    }
+
+    @Test("isPlainWord: every byte value, alone or paired with another, at every place in a word")
+    func isPlainWordIsExact() {
+        func plain(_ byte: UInt8) -> Bool { byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") }
+        // Fillers either side of a borrow: plain ASCII, the bytes next to the ones refused, and
+        // bytes with the high bit set.
+        var mismatches = 0
+        for filler: UInt8 in [0x61, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7E, 0x7F, 0x80, 0xFF] {
+            for first in 0...255 {
+                for second in 0...255 where second == 0x61 || second < 0x24 || second == 0x5C || second > 0x7D || first < 0x24 {
+                    let expected = plain(filler) && plain(UInt8(first)) && plain(UInt8(second))
+                    for a in 0..<8 {
+                        for b in 0..<8 where b != a {
+                            var word = UInt64(filler) &* 0x0101_0101_0101_0101
+                            word = word & ~(0xFF << (8 * a)) | UInt64(first) << (8 * a)
+                            word = word & ~(0xFF << (8 * b)) | UInt64(second) << (8 * b)
+                            if PlainRecordDecoding.isPlainWord(word) != expected { mismatches += 1 }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(mismatches == 0)
     }
 
     @Test("data at a size limit's edge is read from the bytes; one past it is left to the tree, which refuses what it must")
