@@ -155,9 +155,10 @@ public final class KafkaProducer: Sendable {
     /// returns where it stopped (`records.count` once all are enqueued). `firstIndex` is the
     /// batch index of `records[0]`; a record refused for another reason fails in `batch`.
     ///
-    /// Synchronous, and apart from `enqueue`'s waiting: in the async function each record read
-    /// in place was first copied into the task's frame (a retain and a release of its topic,
-    /// key, value and headers, for every record produced).
+    /// Synchronous, apart from `enqueue`'s waiting, so that each record is read through a
+    /// pointer: read through the array or a span, even passed `borrowing`, each record was first
+    /// copied (a retain and a release of its topic, key, value and headers, for every record
+    /// produced; ~1.2 % of a busy delivery worker's samples).
     private func produce(_ records: [ProducerRecord], from start: Int, into batch: DeliveryBatch, firstIndex: Int) -> Int {
         records.withUnsafeBufferPointer { records in
             guard let base = records.baseAddress else { return 0 }
@@ -174,8 +175,7 @@ public final class KafkaProducer: Sendable {
         }
     }
 
-    /// The record at `record`, read where it lies: passed as a value, even `borrowing`, it was
-    /// copied first.
+    /// The record at `record`, read where it lies.
     private func produce(_ record: UnsafePointer<ProducerRecord>, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
         let headers = HeaderBridge.make(record.pointee.headers)
         let err = Self.produce(
@@ -187,9 +187,8 @@ public final class KafkaProducer: Sendable {
         return err
     }
 
-    /// The record's parts passed one by one: closures that captured the whole record made a
-    /// copy of it for every record produced (a retain and a release of its topic, key, value
-    /// and headers).
+    /// librdkafka's produce call with a record's parts, each passed on its own: the closures
+    /// capture the parts, not the record.
     private static func produce(
         on handle: OpaquePointer, topic: String, partition: Int32, key: [UInt8]?, value: [UInt8]?, headers: OpaquePointer?,
         timestamp: Int64, opaque: UnsafeMutableRawPointer
