@@ -71,13 +71,21 @@ extension CanonicalJSONSession {
     /// value, alone and paired, at every place of a word.
     @inline(__always)
     static func needsEscape(_ word: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
-        let control = (word &- ones &* 0x20) & ~word & high
-        let quote = word ^ (ones &* UInt64(UInt8.quote)), backslash = word ^ (ones &* UInt64(UInt8.backslash))
-        let quoteFound = (quote &- ones) & ~quote & high
-        let backslashFound = (backslash &- ones) & ~backslash & high
-        return (control | quoteFound | backslashFound) != 0
+        let control = (word &- wordOnes &* 0x20) & ~word & wordHighBits
+        return control != 0 || contains(.quote, in: word) || contains(.backslash, in: word)
     }
+
+    /// Whether one of the eight bytes of `word` is `byte`, exactly (the classic zero-byte test
+    /// on `word ^ byte…`: a borrow only runs on from a byte that matches).
+    @inline(__always)
+    static func contains(_ byte: UInt8, in word: UInt64) -> Bool {
+        let difference = word ^ (wordOnes &* UInt64(byte))
+        return (difference &- wordOnes) & ~difference & wordHighBits != 0
+    }
+
+    /// 0x01 and 0x80 in each byte of a word, for the eight-bytes-at-a-time tests.
+    static let wordOnes: UInt64 = 0x0101_0101_0101_0101
+    static let wordHighBits: UInt64 = 0x8080_8080_8080_8080
 
     private static func hexDigit(_ value: UInt8) -> UInt8 {
         value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
@@ -209,8 +217,8 @@ extension CanonicalJSONSession {
     /// Why not through a frame, as a keyed container: that wrote the members in the
     /// dictionary's order, noted each, then sorted and rewrote them through a scratch buffer,
     /// two thirds of writing an intent's data or an item's (`Benchmarks/FoldProfile`: 2.411G →
-    /// 2.372G instructions, −1.6 %). A dictionary's keys are distinct strings, so there is nothing to
-    /// merge: sorting the keys is the whole job.
+    /// 2.372G instructions, −1.6 %). A dictionary's keys are distinct strings, so there is
+    /// nothing to merge: sorting the keys is the whole job.
     func writeJSONObject(_ members: [String: JSONValue]) throws {
         bytes.append(.openBrace)
         if members.count == 1, let member = members.first {

@@ -459,10 +459,8 @@ enum PlainRecordDecoding {
         /// finds the bytes below 0x20, `"` and `\`); DEL and bytes from 0x80 are tested apart.
         @inline(__always)
         static func isPlain(_ word: UInt64) -> Bool {
-            let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
-            let delete = word ^ (ones &* 0x7F)
-            let deleteFound = (delete &- ones) & ~delete & high
-            return word & high == 0 && deleteFound == 0 && !CanonicalJSONSession.needsEscape(word)
+            word & CanonicalJSONSession.wordHighBits == 0 && !CanonicalJSONSession.contains(0x7F, in: word)
+                && !CanonicalJSONSession.needsEscape(word)
         }
 
         /// Printable ASCII only (`plainString`), so no validation is needed.

@@ -152,24 +152,11 @@ struct CanonicalJSONEncoderTests {
     @Test("needsEscape: every byte value, alone or paired with another, at every place in a word")
     func needsEscapeIsExact() {
         func escaped(_ byte: UInt8) -> Bool { byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") }
-        // Fillers either side of the borrow: plain ASCII, the bytes next to the ones escaped,
-        // and bytes with the high bit set.
-        var mismatches = 0
-        for filler: UInt8 in [0x61, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xFF] {
-            for first in 0...255 {
-                for second in 0...255 where second == 0x61 || second < 0x24 || second == 0x5C || second > 0xFD || first < 0x24 {
-                    let expected = escaped(filler) || escaped(UInt8(first)) || escaped(UInt8(second))
-                    for a in 0..<8 {
-                        for b in 0..<8 where b != a {
-                            var word = UInt64(filler) &* 0x0101_0101_0101_0101
-                            word = word & ~(0xFF << (8 * a)) | UInt64(first) << (8 * a)
-                            word = word & ~(0xFF << (8 * b)) | UInt64(second) << (8 * b)
-                            if CanonicalJSONSession.needsEscape(word) != expected { mismatches += 1 }
-                        }
-                    }
-                }
-            }
-        }
+        // Fillers: plain ASCII, the bytes next to the ones escaped, and bytes with the high bit set.
+        let mismatches = ByteWordCheck.mismatches(
+            fillers: [0x61, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xFF],
+            pairs: { first, second in second == 0x61 || second < 0x24 || second == 0x5C || second > 0xFD || first < 0x24 },
+            wordHas: CanonicalJSONSession.needsEscape, byteHas: escaped)
         #expect(mismatches == 0)
     }
 

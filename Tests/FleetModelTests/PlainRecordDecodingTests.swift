@@ -260,24 +260,11 @@ extension PlainRecordDecodingTests {
     @Test("isPlainWord: every byte value, alone or paired with another, at every place in a word")
     func isPlainWordIsExact() {
         func plain(_ byte: UInt8) -> Bool { byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") }
-        // Fillers either side of a borrow: plain ASCII, the bytes next to the ones refused, and
-        // bytes with the high bit set.
-        var mismatches = 0
-        for filler: UInt8 in [0x61, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7E, 0x7F, 0x80, 0xFF] {
-            for first in 0...255 {
-                for second in 0...255 where second == 0x61 || second < 0x24 || second == 0x5C || second > 0x7D || first < 0x24 {
-                    let expected = plain(filler) && plain(UInt8(first)) && plain(UInt8(second))
-                    for a in 0..<8 {
-                        for b in 0..<8 where b != a {
-                            var word = UInt64(filler) &* 0x0101_0101_0101_0101
-                            word = word & ~(0xFF << (8 * a)) | UInt64(first) << (8 * a)
-                            word = word & ~(0xFF << (8 * b)) | UInt64(second) << (8 * b)
-                            if PlainRecordDecoding.isPlainWord(word) != expected { mismatches += 1 }
-                        }
-                    }
-                }
-            }
-        }
+        // Fillers: plain ASCII, the bytes next to the ones refused, and bytes with the high bit set.
+        let mismatches = ByteWordCheck.mismatches(
+            fillers: [0x61, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7E, 0x7F, 0x80, 0xFF],
+            pairs: { first, second in second == 0x61 || second < 0x24 || second == 0x5C || second > 0x7D || first < 0x24 },
+            wordHas: { !PlainRecordDecoding.isPlainWord($0) }, byteHas: { !plain($0) })
         #expect(mismatches == 0)
     }
 
