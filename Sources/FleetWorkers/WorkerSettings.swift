@@ -112,11 +112,26 @@ public struct WorkerSettings: Sendable {
     /// whole wait, so a restored partition started up to two waits late: the cold-start burst's
     /// first fold came ~1 s after its first record. An idle worker sends ~10 fetches a second
     /// per broker instead of 2; a busy one is unaffected (its fetches return with data).
+    ///
+    /// Prefetching is bounded by bytes only: `queued.max.messages.kbytes` 64 MiB (librdkafka's
+    /// default, set here so the bound is ours), `queued.min.messages` at librdkafka's maximum.
+    /// librdkafka 2.0 stops fetching a partition whose queue holds that many messages (the
+    /// consumer's one queue, all partitions together) and looks again only when something else
+    /// wakes its broker thread, up to a second later (librdkafka #2879; 2.2's
+    /// `fetch.queue.backoff.ms` is not in Debian's 2.0.2). At the default of 100 000, the
+    /// delivery inbox's small records (~180 bytes) reached it within 0.1 s; the lanes emptied the
+    /// queue in about half a second and the worker then sat idle for 0.3–0.4 s, over and over
+    /// (RuntimeBenchmark: 108–138k records/s before, 137–181k after, both guarantees). The byte
+    /// bound stops fetching the same way, but 64 MiB of such records is two seconds of folding,
+    /// longer than the wait; records ten times larger reach it ten times sooner
+    /// (`KAFKA_QUEUED_MAX_MESSAGES_KBYTES` raises it).
     public var runtimeConsumerConfiguration: KafkaConfiguration {
         var properties = consumerConfiguration.properties
         properties["partition.assignment.strategy"] = "range"
         properties["isolation.level"] = "read_committed"
         properties["fetch.wait.max.ms"] = "100"
+        properties["queued.max.messages.kbytes"] = "65536"
+        properties["queued.min.messages"] = "10000000"
         return KafkaConfiguration(properties: properties).merging(kafkaPassThrough.forConsumer)
     }
 

@@ -306,6 +306,12 @@ struct RuntimePieceTests {
         #expect(eos.restoreConsumerConfiguration["fetch.wait.max.ms"] == "100")
         let waiting = try WorkerSettings(worker: .delivery, environment: ["KAFKA_FETCH_WAIT_MAX_MS": "500"])
         #expect(waiting.runtimeConsumerConfiguration["fetch.wait.max.ms"] == "500")
+        // Prefetch bounded by bytes: librdkafka 2.0's message-count gate parks fetching for up
+        // to a second once reached, which small records did within 0.1 s.
+        #expect(eos.runtimeConsumerConfiguration["queued.max.messages.kbytes"] == "65536")
+        #expect(eos.runtimeConsumerConfiguration["queued.min.messages"] == "10000000")
+        let smaller = try WorkerSettings(worker: .delivery, environment: ["KAFKA_QUEUED_MAX_MESSAGES_KBYTES": "16384"])
+        #expect(smaller.runtimeConsumerConfiguration["queued.max.messages.kbytes"] == "16384")
         #expect(eos.restoreConsumerConfiguration["group.id"] == "delivery-worker.restore")
         #expect(eos.restoreConsumerConfiguration["group.instance.id"] == nil)
         let alo = try WorkerSettings(worker: .delivery, environment: ["FLEET_GUARANTEE": "at_least_once", "FLEET_TICK_INTERVAL_MS": "0"])
