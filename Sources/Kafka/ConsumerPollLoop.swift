@@ -184,9 +184,15 @@ final class ConsumerPollLoop: @unchecked Sendable {
     }
 
     /// Copies and destroys the first `count` messages of `buffer` (see the type's doc comment).
+    ///
+    /// A batch's messages come in runs of one topic, so the last handle's name is reused without
+    /// a lookup (`topicName`, ~0.6 % of a busy delivery worker's samples). That needs no check:
+    /// every message of the batch is alive when this starts and keeps its topic alive (through
+    /// its partition) until destroyed here, so within a batch one address is one topic.
     private func convert(_ buffer: [UnsafeMutablePointer<rd_kafka_message_t>?], count: Int) -> [KafkaMessage] {
         var messages: [KafkaMessage] = []
         messages.reserveCapacity(count)
+        var last: (handle: OpaquePointer, name: String)?
         for index in 0..<count {
             guard let message = buffer[index] else { continue }
             defer { rd_kafka_message_destroy(message) }
@@ -196,7 +202,13 @@ final class ConsumerPollLoop: @unchecked Sendable {
                 continue
             }
             guard let rkt = m.rkt else { continue }
-            let topic = topicName(rkt)
+            let topic: String
+            if let last, last.handle == rkt {
+                topic = last.name
+            } else {
+                topic = topicName(rkt)
+                last = (rkt, topic)
+            }
             if !revokedDuringPoll.isEmpty, revokedDuringPoll.contains(TopicPartition(topic, m.partition)) {
                 continue  // fetched before a revocation handled in this same poll: no longer ours
             }
