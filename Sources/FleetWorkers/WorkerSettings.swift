@@ -121,10 +121,12 @@ public struct WorkerSettings: Sendable {
     /// `fetch.queue.backoff.ms` is not in Debian's 2.0.2). At the default of 100 000, the
     /// delivery inbox's small records (~180 bytes) reached it within 0.1 s; the lanes emptied the
     /// queue in about half a second and the worker then sat idle for 0.3–0.4 s, over and over
-    /// (RuntimeBenchmark: 108–138k records/s before, 137–181k after, both guarantees). The byte
+    /// (RuntimeBenchmark, four alternating pairs per guarantee: at-least-once 127k → 151k
+    /// records/s, exactly-once 130k → 141k, more in every pair). The byte
     /// bound stops fetching the same way, but 64 MiB of such records is two seconds of folding,
     /// longer than the wait; records ten times larger reach it ten times sooner
-    /// (`KAFKA_QUEUED_MAX_MESSAGES_KBYTES` raises it).
+    /// (`KAFKA_QUEUED_MAX_MESSAGES_KBYTES` raises it). The cost is memory in a catch-up, ~370 000
+    /// small messages with librdkafka's bookkeeping (docs/operations.md, "Prefetch").
     public var runtimeConsumerConfiguration: KafkaConfiguration {
         var properties = consumerConfiguration.properties
         properties["partition.assignment.strategy"] = "range"
