@@ -113,18 +113,16 @@ public struct WorkerSettings: Sendable {
     /// first fold came ~1 s after its first record. An idle worker sends ~10 fetches a second
     /// per broker instead of 2; a busy one is unaffected (its fetches return with data).
     ///
-    /// Prefetching is bounded by bytes only: `queued.max.messages.kbytes` 64 MiB (librdkafka's
-    /// default, set here so the bound is ours), `queued.min.messages` at librdkafka's maximum.
-    /// librdkafka 2.0 stops fetching a partition whose queue holds that many messages (the
-    /// consumer's one queue, all partitions together) and looks again only when something else
-    /// wakes its broker thread, up to a second later (librdkafka #2879; 2.2's
-    /// `fetch.queue.backoff.ms` is not in Debian's 2.0.2). At the default of 100 000, the
-    /// delivery inbox's small records (~180 bytes) reached it within 0.1 s; the lanes emptied the
-    /// queue in about half a second and the worker then sat idle for 0.3–0.4 s, over and over
-    /// (RuntimeBenchmark, four alternating pairs per guarantee: at-least-once 127k → 151k
-    /// records/s, exactly-once 130k → 141k, more in every pair). The byte
-    /// bound stops fetching the same way, but 64 MiB of such records is two seconds of folding,
-    /// longer than the wait; records ten times larger reach it ten times sooner
+    /// Prefetching is bounded by bytes only (`KafkaConfiguration.byteBoundedPrefetch`: 64 MiB,
+    /// no message count). librdkafka 2.0 stops fetching a partition whose queue holds
+    /// `queued.min.messages` (the consumer's one queue, all partitions together) and looks again
+    /// only when something else wakes its broker thread, up to a second later. At the default of
+    /// 100 000, the delivery inbox's small records (~180 bytes) reached it within 0.1 s; the
+    /// lanes emptied the queue in about half a second and the worker then sat idle for
+    /// 0.3–0.4 s, over and over (RuntimeBenchmark, four alternating pairs per guarantee:
+    /// at-least-once 127k → 151k records/s, exactly-once 130k → 141k, more in every pair). The
+    /// byte bound stops fetching the same way, but 64 MiB of such records is two seconds of
+    /// folding, longer than the wait; records ten times larger reach it ten times sooner
     /// (`KAFKA_QUEUED_MAX_MESSAGES_KBYTES` raises it). The cost is memory in a catch-up, ~370 000
     /// small messages with librdkafka's bookkeeping (docs/operations.md, "Prefetch").
     public var runtimeConsumerConfiguration: KafkaConfiguration {
@@ -132,8 +130,7 @@ public struct WorkerSettings: Sendable {
         properties["partition.assignment.strategy"] = "range"
         properties["isolation.level"] = "read_committed"
         properties["fetch.wait.max.ms"] = "100"
-        properties["queued.max.messages.kbytes"] = "65536"
-        properties["queued.min.messages"] = "10000000"
+        properties.merge(KafkaConfiguration.byteBoundedPrefetch) { _, bound in bound }
         return KafkaConfiguration(properties: properties).merging(kafkaPassThrough.forConsumer)
     }
 

@@ -53,6 +53,18 @@ public struct KafkaConfiguration: Sendable, Equatable {
         "delivery.timeout.ms", "partitioner",
     ]
 
+    /// A consumer prefetch bounded by bytes only: `queued.max.messages.kbytes` 64 MiB
+    /// (librdkafka's default, stated so the bound is ours) and `queued.min.messages` at
+    /// librdkafka's maximum. librdkafka 2.0 stops fetching once its queue holds
+    /// `queued.min.messages` (default 100 000) and looks again only when something else wakes its
+    /// broker thread, up to a second later (librdkafka #2879; 2.2's `fetch.queue.backoff.ms` is
+    /// not in Debian's 2.0.2): small records reach that count long before the byte bound, and
+    /// the reader then sits idle. The worker runtime and the bulk readers both use this.
+    public static let byteBoundedPrefetch: [String: String] = [
+        "queued.max.messages.kbytes": "65536",
+        "queued.min.messages": "10000000",
+    ]
+
     /// This configuration without the properties only consumers read.
     public var forProducer: KafkaConfiguration {
         KafkaConfiguration(properties: properties.filter { !Self.consumerOnlyProperties.contains($0.key) })

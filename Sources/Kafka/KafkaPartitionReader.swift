@@ -65,18 +65,16 @@ public enum KafkaPartitionReader {
     ///
     /// A whole partition is read at once, so fetches are large (librdkafka's 1 MiB a partition
     /// makes a million-record read wait on round trips); prefetching is bounded by bytes
-    /// (`queued.max.messages.kbytes`, the reader's memory), not by librdkafka's default of
-    /// 100 000 queued messages, which small records reach long before the byte bound; offsets
-    /// are never stored (the reader commits nothing).
-    public static let bulkProperties: [String: String] = [
+    /// (`KafkaConfiguration.byteBoundedPrefetch`: the reader's memory), not by librdkafka's
+    /// default of 100 000 queued messages, which small records reach long before the byte
+    /// bound; offsets are never stored (the reader commits nothing).
+    public static let bulkProperties: [String: String] = KafkaConfiguration.byteBoundedPrefetch.merging([
         "max.partition.fetch.bytes": "16777216",
         "fetch.max.bytes": "33554432",
-        "queued.max.messages.kbytes": "65536",
-        "queued.min.messages": "10000000",
         "enable.auto.commit": "false",
         "enable.auto.offset.store": "false",
         "enable.partition.eof": "false",
-    ]
+    ]) { _, new in new }
 
     /// Hands every record of `partition` from `start` (an offset, or `KafkaConsumer.beginning`)
     /// below `end` to `body`, in offset order, and returns the accumulator once a record at or
