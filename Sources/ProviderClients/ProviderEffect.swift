@@ -119,7 +119,9 @@ public final class ProviderEffect: Sendable {
     }
 
     /// A short reason for an error without an answer: the error's kind, never its payload
-    /// (an HTTP error can quote a URL, and an APNs URL holds the device token).
+    /// (an HTTP error can quote a URL, and an APNs URL holds the device token). An error of
+    /// a kind not listed here is named by its type, which says where it came from (NIO's
+    /// `IOError`, `NIOConnectionError`, a `ChannelError`) and carries nothing of the request.
     static func describe(_ error: any Error) -> String {
         if let error = error as? HTTP2CallError { return error.description }
         if let error = error as? ChannelError, case .connectTimeout = error { return "timeout" }
@@ -133,6 +135,6 @@ public final class ProviderEffect: Sendable {
         if error is NIOSSLError || error is NIOSSLExtraError { return "tls error" }
         if error is ProviderSettings.Invalid { return "credentials unusable" }
         if error is CancellationError { return "cancelled" }
-        return "connection error"
+        return "connection error (\(type(of: error)))"
     }
 }
