@@ -43,13 +43,18 @@ struct OversizedRecordTests {
         let bad = traffic.filter { $0.expectedError != nil }
         #expect(Set(bad.map(\.topic)) == Set(Self.topics))
 
-        let withBad = try await run(traffic, guarantee: guarantee)
-        let withoutBad = try await run(good, guarantee: guarantee)
+        let withBad = try await runKeepingEveryRecord(traffic, guarantee: guarantee)
+        let withoutBad = try await runKeepingEveryRecord(good, guarantee: guarantee)
 
         // Every good record's outputs, as in the run that never saw the bad ones.
         for topic in [Topics.deliveries, Topics.decisions, Topics.sections, Topics.retentionEvents, Topics.deliveryInbox] {
             let a = withBad.outputs[topic] ?? [], b = withoutBad.outputs[topic] ?? []
-            #expect(a == b, "\(topic) differs: only with bad records \(Set(a).subtracting(b).sorted().prefix(5)), only without \(Set(b).subtracting(a).sorted().prefix(5))")
+            #expect(a == b, """
+                \(topic) differs: only with bad records \(Set(a).subtracting(b).sorted().prefix(5)), \
+                only without \(Set(b).subtracting(a).sorted().prefix(5))
+                with bad records: \(withBad.progress)
+                without: \(withoutBad.progress)
+                """)
         }
         #expect((withBad.outputs[Topics.deliveries] ?? []).count >= 2 * Self.users.count)
 
@@ -58,7 +63,7 @@ struct OversizedRecordTests {
             let expected = bad.filter { $0.topic == topic }
             let letters = withBad.deadLetters[topic] ?? []
             let errors = letters.sorted { $0.offset < $1.offset }.map { $0.header(KafkaRecords.Header.error).map { String(decoding: $0, as: UTF8.self) } ?? "" }
-            #expect(letters.count == expected.count, "\(topic): \(letters.count) dead letters for \(expected.count) bad records: \(errors)")
+            #expect(letters.count == expected.count, "\(topic): \(letters.count) dead letters for \(expected.count) bad records: \(errors)\n\(withBad.progress)")
             for (entry, letter) in zip(expected, letters.sorted { $0.offset < $1.offset }) {
                 let error = letter.header(KafkaRecords.Header.error).map { String(decoding: $0, as: UTF8.self) } ?? ""
                 #expect(error.contains(entry.expectedError ?? ""), "\(topic): '\(error)' lacks '\(entry.expectedError ?? "")'")
@@ -234,6 +239,32 @@ struct OversizedRecordTests {
         /// Per source topic (logical), its dead letters.
         var deadLetters: [String: [KafkaMessage]]
         var healthy: Bool
+        /// What each worker said and counted at the end (readiness, records in and out, commit
+        /// units, rebalances, lag), so a failure tells a worker that read nothing from one
+        /// whose units did not commit.
+        var progress: String
+        /// Records the workers wrote to the delivery inbox (and the test sent there) that the
+        /// broker does not hold, read uncommitted.
+        var lostInboxRecords: Int
+    }
+
+    /// A run on a broker that kept every record it acknowledged. Tansu 0.6.0 can drop a
+    /// transaction's batch when transactional producers write one partition at the same moment
+    /// (`TansuQuirkTests.concurrentTransactionalBatches`), which four upstream workers starting
+    /// together under exactly-once do: their outputs are then missing, and so is everything
+    /// the delivery worker would have made of them. Such a run says nothing about the workers,
+    /// so it is run again (at most twice); a loss on Apache Kafka would be a bug, not this.
+    func runKeepingEveryRecord(_ traffic: [Entry], guarantee: DeliveryGuarantee) async throws -> Run {
+        var attempt = 1
+        while true {
+            let run = try await run(traffic, guarantee: guarantee)
+            guard run.lostInboxRecords > 0, attempt < 3 else { return run }
+            print("""
+                oversized records [\(guarantee.rawValue)]: the broker lost \(run.lostInboxRecords) acknowledged delivery-inbox \
+                records (attempt \(attempt)); running again
+                """)
+            attempt += 1
+        }
     }
 
     func run(_ traffic: [Entry], guarantee: DeliveryGuarantee) async throws -> Run {
@@ -241,14 +272,17 @@ struct OversizedRecordTests {
         defer { Task { await fleet.tearDown() } }
         let overrides = ["FLEET_GUARANTEE": guarantee.rawValue]
         let rin = try PolicyProfile.shipped("rin")
-        var healths: [(worker: Worker, health: RuntimeHealth)] = []
+        var healths: [(worker: Worker, health: RuntimeHealth, registry: PrometheusCollectorRegistry)] = []
         var tasks: [Task<Void, any Error>] = []
         func start<P: UserProcessor>(_ worker: Worker, _ processor: P) throws {
             var logger = Logger(label: "test.\(worker.rawValue)")
             logger.logLevel = .warning
             let health = RuntimeHealth()
-            healths.append((worker, health))
-            let runtime = WorkerRuntime(settings: try fleet.settings(for: worker, overrides), processor: processor, health: health, logger: logger)
+            let registry = PrometheusCollectorRegistry()
+            healths.append((worker, health, registry))
+            let runtime = WorkerRuntime(
+                settings: try fleet.settings(for: worker, overrides), processor: processor,
+                observer: WorkerMetrics(worker: worker.rawValue, registry: registry), health: health, logger: logger)
             tasks.append(Task { try await runtime.run() })
         }
         try start(.score, ScoreProcessor())
@@ -266,40 +300,99 @@ struct OversizedRecordTests {
         })
         await producer.close()
 
-        // Done when the last wave's security deliveries are out (4 per user: two access
-        // requests, two sign-ins: every partition got past the bad records), each user's
-        // upcoming birthday is in the smart section (the reminder worker's item takes two hops,
-        // and a loaded machine once left the outputs still for 2 s before it came), and the
-        // outputs stopped changing.
-        let security = Self.users.count * 4
+        // Done when every worker's last outputs are out and the outputs stopped changing: the
+        // last wave's security deliveries (4 per user: two access requests, two sign-ins:
+        // every partition got past the bad records), each user's access requests in the smart
+        // section (the access worker), upcoming birthday there (the reminder worker's item
+        // takes two hops, and a loaded machine once left the outputs still for 2 s before it
+        // came), recently added contacts (the sync worker) and score update (the score worker).
+        let expected = [
+            (Topics.deliveries, " security.", Self.users.count * 4), (Topics.sections, " needs_attention access_request:", Self.users.count * 2),
+            (Topics.sections, " upcoming reminder:", Self.users.count), (Topics.sections, " recently_added ", Self.users.count),
+            (Topics.deliveryInbox, " score.updated ", Self.users.count),
+        ]
+        func missing(_ outputs: [String: [String]]) -> [String] {
+            expected.compactMap { topic, fragment, count in
+                let found = (outputs[topic] ?? []).filter { $0.contains(fragment) }.count
+                return found < count ? "\(found) of \(count) '\(fragment.trimmingCharacters(in: .whitespaces))' in \(topic)" : nil
+            }
+        }
         // Generous: a loaded 2-core machine has been seen to need more than 150 s.
         let deadline = ContinuousClock.now + .seconds(240)
         var outputs: [String: [String]] = [:]
         var previous: [String: [String]]?
-        var delivered = 0
         while ContinuousClock.now < deadline {
             outputs = try await readOutputs(fleet)
-            delivered = (outputs[Topics.deliveries] ?? []).filter { $0.contains(" security.") }.count
-            let upcoming = (outputs[Topics.sections] ?? []).filter { $0.contains(" upcoming reminder:") }.count
-            if delivered >= security, upcoming >= Self.users.count, outputs == previous { break }
+            if missing(outputs).isEmpty, outputs == previous { break }
             previous = outputs
             try await Task.sleep(for: .seconds(2))
         }
-        if delivered < security {
-            // Say what each worker was doing, so a stalled partition can be told from a slow one.
-            let states = healths.map { worker, health in
-                let readiness = health.readiness
-                let said = readiness.isReady ? ["ready"] : readiness.reasons.map(\.description)
-                return "\(worker.rawValue): \((said + readiness.details).joined(separator: ", "))"
-            }.joined(separator: "; ")
-            Issue.record("\(guarantee.rawValue), \(traffic.count) records: \(delivered) of \(security) security deliveries after 240 s; \(states)")
+        // What each worker was doing, so a stalled partition can be told from a slow one and a
+        // worker that read nothing from one whose units did not commit.
+        let progress = healths.map { worker, health, registry in
+            let readiness = health.readiness
+            let said = readiness.isReady ? ["ready"] : readiness.reasons.map(\.description)
+            return "\(worker.rawValue): \((said + readiness.details).joined(separator: ", "))\n\(Self.progress(registry))"
+        }.joined(separator: "\n")
+        let lost = try await lostInboxRecords(fleet, registries: healths.map(\.registry), traffic: traffic)
+        let absent = missing(outputs)
+        // A run on a broker that lost records is run again (`runKeepingEveryRecord`).
+        if !absent.isEmpty, lost == 0 {
+            Issue.record("\(guarantee.rawValue), \(traffic.count) records, after 240 s: \(absent.joined(separator: ", "))\n\(progress)")
         }
+        // Each dead-letter topic read whole for 2 s, which shows an extra copy; read again, until
+        // a letter for every bad record sent to its source arrived, when that read came back
+        // short (a fresh reader on a loaded machine has taken more than 2 s to get its first
+        // records).
         var deadLetters: [String: [KafkaMessage]] = [:]
         for topic in Self.topics {
-            deadLetters[topic] = try await fleet.read(Topics.deadLetter(of: topic), count: 100, timeout: .seconds(2))
+            let bad = traffic.filter { $0.topic == topic && $0.expectedError != nil }.count
+            var letters = try await fleet.read(Topics.deadLetter(of: topic), count: bad + 1, timeout: .seconds(2))
+            if letters.count < bad {
+                letters = try await fleet.read(Topics.deadLetter(of: topic), count: bad, timeout: .seconds(60))
+            }
+            deadLetters[topic] = letters
         }
         let healthy = healths.allSatisfy { $0.health.health == .alive }
-        return Run(outputs: outputs, deadLetters: deadLetters, healthy: healthy)
+        let said = lost == 0 ? progress : "the broker lost \(lost) acknowledged delivery-inbox records\n\(progress)"
+        return Run(outputs: outputs, deadLetters: deadLetters, healthy: healthy, progress: said, lostInboxRecords: lost)
+    }
+
+    /// How many records the delivery inbox should hold and does not: every worker's count of
+    /// records it wrote there (`fleet_records_out_total`, counted as they are made; a unit
+    /// that was aborted and redone writes its records twice, and Tansu keeps aborted ones)
+    /// plus what the test sent there, against what the broker hands a read_uncommitted reader.
+    func lostInboxRecords(_ fleet: FleetHarness, registries: [PrometheusCollectorRegistry], traffic: [Entry]) async throws -> Int {
+        let prefix = "\(MetricNames.recordsOut){"
+        let label = "topic=\"\(Topics.deliveryInbox)\"}"
+        var written = traffic.filter { $0.topic == Topics.deliveryInbox }.count
+        for registry in registries {
+            for line in registry.emitToString().split(separator: "\n") where line.hasPrefix(prefix) && line.contains(label) {
+                written += line.split(separator: " ").last.flatMap { Int(Double($0) ?? 0) } ?? 0
+            }
+        }
+        let reader = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
+            "bootstrap.servers": fleet.bootstrap, "group.id": "reader-\(UUID().uuidString.prefix(8))",
+            "isolation.level": "read_uncommitted",
+        ]), logger: .tests)
+        var offsets: [TopicPartition: Int64] = [:]
+        for p in 0..<fleet.partitions { offsets[TopicPartition(fleet.namespace.physical(Topics.deliveryInbox), p)] = KafkaConsumer.beginning }
+        try await reader.assign(offsets)
+        let held = try await reader.collect(count: written, timeout: .seconds(20)).count
+        await reader.close()
+        return max(0, written - held)
+    }
+
+    /// The metric lines that tell a worker's progress: records in and out, commit units by
+    /// result, rebalances, folded partitions, lag and failed units.
+    static func progress(_ registry: PrometheusCollectorRegistry) -> String {
+        let names = [
+            MetricNames.recordsIn, MetricNames.recordsOut, MetricNames.commits, MetricNames.rebalances,
+            MetricNames.foldedPartitions, MetricNames.consumerLag, MetricNames.unitFailures,
+        ]
+        return registry.emitToString().split(separator: "\n")
+            .filter { line in !line.hasPrefix("#") && names.contains { line.hasPrefix($0) } }
+            .sorted().map { "  \($0)" }.joined(separator: "\n")
     }
 
     /// Per output topic, the content of its records (distinct by id: exact copies can appear
