@@ -55,10 +55,14 @@ public enum MetricNames {
     /// Counter. Inputs dead-lettered after their records failed to produce
     /// `FLEET_POISON_ATTEMPTS` times (quarantined), by `topic`.
     public static let quarantinedInputs = "fleet_quarantined_inputs_total"
+    /// Counter. Times a partition's fetching was paused because its lane held
+    /// `FLEET_LANE_BUFFER_BYTES` of records not yet folded, by `topic` (the folded log). Each
+    /// pause drops the partition's prefetched records, which are fetched again on resume.
+    public static let lanePauses = "fleet_lane_pauses_total"
 
     public static let all: [String] = [
         recordsIn, recordsOut, consumerLag, commitLatency, commits, restoringPartitions, foldedPartitions, restoredStates, restoreRate,
         ready, decisions, deliveries, securityDeliveryLatency, deadLetters, rebalances, ticksWritten, timerLateness,
-        partitionCountMismatch, unitFailures, failingInput, quarantinedInputs,
+        partitionCountMismatch, unitFailures, failingInput, quarantinedInputs, lanePauses,
     ]
 }

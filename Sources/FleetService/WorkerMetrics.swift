@@ -61,6 +61,7 @@ public final class WorkerMetrics: Sendable {
     /// The partitions whose `failingInput` gauge was set, to reset them to -1.
     private let failingSet = Mutex<Set<TopicPartition>>([])
     private let quarantinedInputs: HandleCache<String, Counter>
+    private let lanePauses: HandleCache<String, Counter>
 
     /// - Parameters:
     ///   - worker: The `worker` label value, e.g. `delivery-worker`.
@@ -130,6 +131,7 @@ public final class WorkerMetrics: Sendable {
         quarantinedInputs = HandleCache {
             Counter(label: MetricNames.quarantinedInputs, dimensions: labels([("topic", $0)]), factory: factory)
         }
+        lanePauses = HandleCache { Counter(label: MetricNames.lanePauses, dimensions: labels([("topic", $0)]), factory: factory) }
         ready.record(0)
         unitFailures.record(0)
     }
@@ -232,6 +234,11 @@ public final class WorkerMetrics: Sendable {
     /// One input dead-lettered after its records failed to produce again and again.
     public func inputQuarantined(topic: String) {
         quarantinedInputs[topic].increment()
+    }
+
+    /// One partition's fetching paused because its lane was full.
+    public func lanePaused(topic: String) {
+        lanePauses[topic].increment()
     }
 
     /// One consumer-group rebalance event.

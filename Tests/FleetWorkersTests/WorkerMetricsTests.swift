@@ -43,11 +43,14 @@ struct WorkerMetricsTests {
         metrics.tickWritten()
         metrics.tickWritten()
         metrics.partitionCountMismatch(topic: "rin.app.activity", active: true)
+        metrics.lanePaused(topic: "rin.delivery.inbox")
+        metrics.lanePaused(topic: "rin.delivery.inbox")
 
         let lines = Set(sampleLines(registry))
         let w = #"worker="delivery-worker""#
         let expected = [
             #"fleet_records_in_total{\#(w),topic="rin.delivery.inbox"} 7"#,
+            #"fleet_lane_pauses_total{\#(w),topic="rin.delivery.inbox"} 2"#,
             #"fleet_records_out_total{\#(w),topic="rin.notify.decisions"} 2"#,
             #"fleet_consumer_lag{\#(w),topic="rin.delivery.inbox",partition="3"} 42.0"#,
             #"fleet_commits_total{\#(w),result="aborted"} 1"#,
@@ -196,6 +199,7 @@ private func exerciseEverything(_ metrics: any RuntimeObserver) {
     metrics.failingInput(topic: "rin.access.requests", partition: 0, offset: 3)
     metrics.failingInputCleared()
     metrics.inputQuarantined(topic: "rin.access.requests")
+    metrics.lanePaused(topic: "rin.access.requests")
 }
 
 /// The sample lines (no comments) of the registry's exposition.

@@ -32,6 +32,9 @@ public protocol RuntimeObserver: Sendable {
     func failingInput(topic: String, partition: Int, offset: Int64)
     func failingInputCleared()
     func inputQuarantined(topic: String)
+    /// A partition of `topic` (the folded log, logical name) stopped fetching because its lane
+    /// is full.
+    func lanePaused(topic: String)
 }
 
 /// Observers that follow only throughput (benchmarks, tests) need not follow failed units.
@@ -41,6 +44,7 @@ extension RuntimeObserver {
     public func failingInputCleared() {}
     public func inputQuarantined(topic: String) {}
     public func foldedPartitions(_ count: Int) {}
+    public func lanePaused(topic: String) {}
 }
 
 /// The kinds of events a `RuntimeObserver` is told about.

@@ -122,12 +122,17 @@ struct RuntimeOnInMemoryLogTests {
     func backpressureLosesNothing(guarantee: DeliveryGuarantee) async throws {
         let reference = try await Self.uninterrupted(guarantee)
         let fleet = try InMemoryFleet(guarantee: guarantee, environment: ["FLEET_LANE_BUFFER_BYTES": "1"])
-        let instance = try fleet.start("paused")
+        let registry = PrometheusCollectorRegistry()
+        let instance = try fleet.start("paused", observer: WorkerMetrics(worker: "delivery-worker", registry: registry))
         _ = try await fleet.drive(until: "the run with a one-byte lane buffer")
         try await fleet.stop(instance)
         // Every batch of the inbox fills its lane: the partition is paused, then resumed once
-        // the lane has folded it (`FoldLane`), so the run pauses at least once per wave.
-        #expect(fleet.log.pauses(of: "paused") >= fleet.waves.count, "paused \(fleet.log.pauses(of: "paused")) times")
+        // the lane has folded it (`FoldLane`), so the run pauses at least once per wave, and
+        // `fleet_lane_pauses_total` counts each of these pauses (the only ones in this run).
+        let pauses = fleet.log.pauses(of: "paused")
+        #expect(pauses >= fleet.waves.count, "paused \(pauses) times")
+        let counted = registry.nonZeroSamples(of: [MetricNames.lanePauses])
+        #expect(counted == [#"fleet_lane_pauses_total{worker="delivery-worker",topic="rin.delivery.inbox"}"#: pauses], "\(counted)")
         try Self.check(fleet, against: reference, "\(guarantee.rawValue), one-byte lane buffer")
     }
 
