@@ -97,11 +97,17 @@ struct FleetHarness: Sendable {
     }
 
     /// Reads a logical topic from the beginning until `count` messages arrived or `timeout`
-    /// passed, and returns what arrived (callers assert on the count).
-    func read(_ topic: String, count: Int, timeout: Duration = .seconds(30)) async throws -> [KafkaMessage] {
-        let consumer = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
+    /// passed, and returns what arrived (callers assert on the count). `read_uncommitted` also
+    /// shows what open and aborted transactions wrote: everything the log holds.
+    func read(
+        _ topic: String, count: Int, timeout: Duration = .seconds(30),
+        isolation: KafkaConfiguration.IsolationLevel = .readCommitted
+    ) async throws -> [KafkaMessage] {
+        var configuration = KafkaConfiguration(properties: [
             "bootstrap.servers": bootstrap, "group.id": "reader-\(UUID().uuidString.prefix(8))",
-        ]), logger: .tests)
+        ])
+        configuration.isolationLevel = isolation
+        let consumer = try KafkaConsumer(configuration: configuration, logger: .tests)
         var offsets: [TopicPartition: Int64] = [:]
         for p in 0..<partitions { offsets[TopicPartition(namespace.physical(topic), p)] = KafkaConsumer.beginning }
         try await consumer.assign(offsets)

@@ -394,15 +394,7 @@ struct OversizedRecordTests {
                 written += line.split(separator: " ").last.flatMap { Int(Double($0) ?? 0) } ?? 0
             }
         }
-        let reader = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
-            "bootstrap.servers": fleet.bootstrap, "group.id": "reader-\(UUID().uuidString.prefix(8))",
-            "isolation.level": "read_uncommitted",
-        ]), logger: .tests)
-        var offsets: [TopicPartition: Int64] = [:]
-        for p in 0..<fleet.partitions { offsets[TopicPartition(fleet.namespace.physical(Topics.deliveryInbox), p)] = KafkaConsumer.beginning }
-        try await reader.assign(offsets)
-        let held = try await reader.collect(count: written, timeout: .seconds(20)).count
-        await reader.close()
+        let held = try await fleet.read(Topics.deliveryInbox, count: written, timeout: .seconds(20), isolation: .readUncommitted).count
         return max(0, written - held)
     }
 

@@ -87,12 +87,8 @@ struct TansuQuirkTests {
                 }
                 try await group.waitForAll()
             }
-            let reader = try KafkaConsumer(configuration: KafkaConfiguration(properties: [
-                "bootstrap.servers": fleet.bootstrap, "group.id": fleet.namespace.prefix + "reader", "isolation.level": "read_uncommitted",
-            ]), logger: .tests)
-            try await reader.assign([TopicPartition(output, 0): KafkaConsumer.beginning, TopicPartition(output, 1): KafkaConsumer.beginning])
-            let held = try await reader.collect(count: 8 * producers.count, timeout: .seconds(20))
-            await reader.close()
+            let held = try await fleet.read(
+                Topics.deliveryInbox, count: 8 * producers.count, timeout: .seconds(20), isolation: .readUncommitted)
             if held.count < 8 * producers.count {
                 let perPartition = (0..<2).map { p in "[\(p)] \(held.filter { $0.partition == Int32(p) }.count)" }
                 lost.append("round \(round): \(held.count) of \(8 * producers.count) records (\(perPartition.joined(separator: ", ")))")

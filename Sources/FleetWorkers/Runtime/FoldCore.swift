@@ -431,8 +431,7 @@ actor FoldCore<P: UserProcessor> {
         guard !full.isEmpty else { return }
         do {
             try consumer.pause(full)
-            let topic = namespace.logical(layout.foldedTopic) ?? layout.foldedTopic
-            for _ in full { observer?.lanePaused(topic: topic) }
+            for _ in full { observer?.lanePaused(topic: layout.topics.log) }
         } catch {
             logger.error("pause of a full lane failed", metadata: ["partitions": "\(full)", "error": "\(error)"])
             for partition in full { folded[partition.partition]?.lane?.clearPaused() }
