@@ -75,6 +75,12 @@ extension KafkaConsumer {
                     // A position past the end means only control records (or nothing) remain.
                     let positions = (try? self.position(Array(waiting))) ?? [:]
                     progress.markRead(positions)
+                    // Dry for 10 ms (then every half second) with records left: the fetcher
+                    // may be parked on a full queue that the reading task has since drained.
+                    if idle == 2 || idle % 10 == 0, queue.isEmpty {
+                        let left = progress.partitionsWaiting()
+                        if !left.isEmpty { await wakeFetchers(Array(left)) }
+                    }
                 }
                 if taken.isEmpty, queue.isEmpty, progress.isComplete(now: clock.now, settle: settle) { break }
                 if clock.now >= deadline {

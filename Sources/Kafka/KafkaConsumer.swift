@@ -242,6 +242,30 @@ public final class KafkaConsumer: Sendable {
         return Watermarks(low: max(low, 0), high: high)
     }
 
+    /// Makes the fetchers of `partitions` look at their queues again now, for a reader that
+    /// drained its queue while the partitions still hold records.
+    ///
+    /// librdkafka 2.0 skips a partition whose queue holds `queued.min.messages` records or
+    /// `queued.max.messages.kbytes`, and looks at it again only when its leader's broker thread
+    /// wakes for something else, else after up to a second (librdkafka #2879; 2.2 added
+    /// `fetch.queue.backoff.ms`). Nothing in consuming wakes that thread, so a reader faster
+    /// than the fetcher spent most of each second idle: scanning a million ticks took 10 s,
+    /// one wait per 100 000 records. A request to the leader wakes its thread, which then finds
+    /// the queue drained and fetches. The request is a ListOffsets for the latest offsets (one
+    /// per leader, whatever the count of partitions); its answer is dropped, and so is an error
+    /// (a failed wake-up only leaves the wait it would have cut short).
+    public func wakeFetchers(_ partitions: [TopicPartition], timeout: Duration = .seconds(2)) async {
+        guard !partitions.isEmpty else { return }
+        let handle = handle
+        var latest: [TopicPartition: Int64] = [:]
+        for partition in partitions { latest[partition] = Int64(RD_KAFKA_OFFSET_END) }
+        _ = try? await runBlocking("wake-fetchers") { [latest] () throws(KafkaError) in
+            let list = PartitionList.make(latest)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            _ = rd_kafka_offsets_for_times(handle.raw, list, milliseconds(timeout))
+        }
+    }
+
     // MARK: Shutdown
 
     /// Leaves the group (the rebalance handler sees the final revocation), ends the message

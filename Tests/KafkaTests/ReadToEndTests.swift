@@ -34,4 +34,30 @@ struct ReadToEndTests {
             #expect(none.isEmpty)
         }
     }
+
+    /// librdkafka 2.0 stops fetching a partition while its queue holds `queued.min.messages`
+    /// and looks again only when its broker thread wakes, else after up to a second; a reader
+    /// that drained the queue waited that out once per fetch (`KafkaConsumer.wakeFetchers`).
+    /// Here every fetch fills the queue (one record is the bound, a fetch brings one batch), so
+    /// 60 batches would take about a minute without the wake-ups; with them, about a second.
+    @Test func aDrainedQueueIsRefilledWithoutWaitingOutTheFetcher() async throws {
+        try await TestBroker.withTopics("read-to-end-parked", partitions: 1) { topics in
+            let topic = topics[0]
+            let producer = try KafkaProducer(configuration: try TestBroker.configuration(), logger: .tests)
+            for batch in 0..<60 {
+                _ = try await producer.send((0..<50).map {
+                    ProducerRecord(topic: topic, partition: 0, key: nil, value: Array("\(batch)-\($0)".utf8))
+                })
+            }
+            var configuration = try TestBroker.consumerConfiguration(group: TestBroker.unique("rte-parked"))
+            configuration["queued.min.messages"] = "1"
+            configuration["max.partition.fetch.bytes"] = "1"
+            configuration["fetch.max.bytes"] = "1000"
+            configuration["message.max.bytes"] = "1000"
+            let consumer = try KafkaConsumer(configuration: configuration, logger: .tests)
+            let read = try await consumer.readToEnd([TopicPartition(topic, 0): KafkaConsumer.beginning], timeout: .seconds(20))
+            await consumer.close()
+            #expect(read.map(\.offset) == Array(0..<3000))
+        }
+    }
 }
