@@ -87,9 +87,16 @@ public final class KafkaConsumer: Sendable {
 
     /// Reads exactly these partitions from these offsets, without group balancing (e.g. to restore
     /// state from a changelog). Use `KafkaConsumer.beginning` / `.end` for symbolic positions.
-    public func assign(_ offsets: [TopicPartition: Int64]) async throws(KafkaError) {
+    ///
+    /// `beginning` is resolved to the partition's low watermark first, as `seek` does: librdkafka
+    /// looks a logical start up with an offset query that a new client sends before it knows the
+    /// partition's leader, and retries only after 500 ms, so every read from the beginning
+    /// (each `fleetctl` pass over a topic) waited ~550 ms for its first record; from a concrete
+    /// offset it gets it in a few milliseconds. `timeout` bounds the watermark lookups.
+    public func assign(_ offsets: [TopicPartition: Int64], timeout: Duration = .seconds(10)) async throws(KafkaError) {
         let handle = handle
         try await runBlocking("assign") { () throws(KafkaError) in
+            let offsets = try Self.resolvingBeginning(offsets, handle: handle, deadline: ContinuousClock.now + timeout, doing: "assign")
             let list = PartitionList.make(offsets)
             defer { rd_kafka_topic_partition_list_destroy(list) }
             try KafkaError.check(rd_kafka_assign(handle.raw, list), "assign")
@@ -157,10 +164,7 @@ public final class KafkaConsumer: Sendable {
         let handle = handle
         try await runBlocking("seek") { () throws(KafkaError) in
             let deadline = ContinuousClock.now + timeout
-            var offsets = offsets
-            for (partition, offset) in offsets where offset == KafkaConsumer.beginning {
-                offsets[partition] = try Self.watermarks(of: partition, handle: handle, timeout: remaining(until: deadline, doing: "seek")).low
-            }
+            let offsets = try Self.resolvingBeginning(offsets, handle: handle, deadline: deadline, doing: "seek")
             let list = PartitionList.make(offsets)
             defer { rd_kafka_topic_partition_list_destroy(list) }
             try KafkaError.check(rd_kafka_seek_partitions(handle.raw, list, milliseconds(remaining(until: deadline, doing: "seek"))))
@@ -168,8 +172,20 @@ public final class KafkaConsumer: Sendable {
         }
     }
 
+    /// `offsets` with `beginning` replaced by each partition's low watermark (blocks the calling
+    /// thread; see `assign` and `seek` for why).
+    static func resolvingBeginning(
+        _ offsets: [TopicPartition: Int64], handle: RdKafkaHandle, deadline: ContinuousClock.Instant, doing what: String
+    ) throws(KafkaError) -> [TopicPartition: Int64] {
+        var resolved = offsets
+        for (partition, offset) in offsets where offset == KafkaConsumer.beginning {
+            resolved[partition] = try watermarks(of: partition, handle: handle, timeout: remaining(until: deadline, doing: what)).low
+        }
+        return resolved
+    }
+
     /// Asks the partition leader for its watermarks (blocks the calling thread).
-    private static func watermarks(of partition: TopicPartition, handle: RdKafkaHandle, timeout: Duration) throws(KafkaError) -> Watermarks {
+    static func watermarks(of partition: TopicPartition, handle: RdKafkaHandle, timeout: Duration) throws(KafkaError) -> Watermarks {
         var low: Int64 = 0
         var high: Int64 = 0
         try KafkaError.check(rd_kafka_query_watermark_offsets(handle.raw, partition.topic, partition.partition,

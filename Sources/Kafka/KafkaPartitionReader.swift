@@ -156,7 +156,10 @@ private final class BulkRead: Sendable {
     /// Every message `rd_kafka_consume_batch_queue` returns is destroyed here, exactly once,
     /// after `body` saw it.
     func run(_ body: (KafkaRecordView) throws -> Void) throws {
-        let list = PartitionList.make([partition: start])
+        // A concrete start: a logical one waited ~550 ms for its first record (see
+        // `KafkaConsumer.assign`), at every restore of every partition.
+        let starts = try KafkaConsumer.resolvingBeginning([partition: start], handle: handle, deadline: deadline, doing: "read \(partition)")
+        let list = PartitionList.make(starts)
         defer { rd_kafka_topic_partition_list_destroy(list) }
         try KafkaError.check(rd_kafka_assign(handle.raw, list), "assign \(partition)")
         guard let queue = rd_kafka_queue_get_consumer(handle.raw) else {
