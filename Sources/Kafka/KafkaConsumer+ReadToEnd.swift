@@ -1,3 +1,4 @@
+import CRdKafka
 public import Logging
 import Synchronization
 
@@ -39,12 +40,19 @@ extension KafkaConsumer {
     ) async throws {
         guard !offsets.isEmpty else { return }
         var ends: [TopicPartition: Int64] = [:]
-        for partition in offsets.keys { ends[partition] = try await queryWatermarks(partition).high }
-        try await assign(offsets)
-        let progress = ReadProgress(ends: ends, starts: offsets)
-        let queue = BatchQueue(capacity: max(1, bufferedBatches))
+        // The low watermarks come with the ends: a start at the beginning is the low watermark,
+        // a concrete offset (see `assign`), without asking the leader a second time.
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
+        var starts = offsets
+        for partition in offsets.keys {
+            let marks = try await watermarks(of: partition, until: deadline)
+            ends[partition] = marks.high
+            if starts[partition] == KafkaConsumer.beginning { starts[partition] = marks.low }
+        }
+        try await assign(starts)
+        let progress = ReadProgress(ends: ends, starts: starts)
+        let queue = BatchQueue(capacity: max(1, bufferedBatches))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for try await batch in self.batches {
@@ -90,6 +98,26 @@ extension KafkaConsumer {
                 }
             }
             group.cancelAll()
+        }
+    }
+}
+
+extension KafkaConsumer {
+    /// `partition`'s watermarks, asked again (until `deadline`) while this client does not know
+    /// the partition: the brokers list a topic created a moment ago (a migration's new
+    /// generation) with all its partitions before a new client's metadata does, and the lookup
+    /// answers "unknown partition" until it does.
+    fileprivate func watermarks(of partition: TopicPartition, until deadline: ContinuousClock.Instant) async throws -> Watermarks {
+        while true {
+            let answer: Result<Watermarks, KafkaError>
+            do { answer = .success(try await queryWatermarks(partition)) } catch { answer = .failure(error) }
+            switch answer {
+            case .success(let marks):
+                return marks
+            case .failure(let error):
+                guard error.code == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION.rawValue, ContinuousClock.now < deadline else { throw error }
+                try await Task.sleep(for: .milliseconds(100))
+            }
         }
     }
 }

@@ -92,11 +92,12 @@ public final class KafkaConsumer: Sendable {
     /// looks a logical start up with an offset query that a new client sends before it knows the
     /// partition's leader, and retries only after 500 ms, so every read from the beginning
     /// (each `fleetctl` pass over a topic) waited ~550 ms for its first record; from a concrete
-    /// offset it gets it in a few milliseconds. `timeout` bounds the watermark lookups.
+    /// offset it gets it in a few milliseconds. `timeout` bounds the watermark lookups; a
+    /// partition whose lookup fails starts from the logical beginning, as before.
     public func assign(_ offsets: [TopicPartition: Int64], timeout: Duration = .seconds(10)) async throws(KafkaError) {
         let handle = handle
         try await runBlocking("assign") { () throws(KafkaError) in
-            let offsets = try Self.resolvingBeginning(offsets, handle: handle, deadline: ContinuousClock.now + timeout, doing: "assign")
+            let offsets = Self.resolvingBeginning(offsets, handle: handle, deadline: ContinuousClock.now + timeout)
             let list = PartitionList.make(offsets)
             defer { rd_kafka_topic_partition_list_destroy(list) }
             try KafkaError.check(rd_kafka_assign(handle.raw, list), "assign")
@@ -164,7 +165,7 @@ public final class KafkaConsumer: Sendable {
         let handle = handle
         try await runBlocking("seek") { () throws(KafkaError) in
             let deadline = ContinuousClock.now + timeout
-            let offsets = try Self.resolvingBeginning(offsets, handle: handle, deadline: deadline, doing: "seek")
+            let offsets = Self.resolvingBeginning(offsets, handle: handle, deadline: deadline)
             let list = PartitionList.make(offsets)
             defer { rd_kafka_topic_partition_list_destroy(list) }
             try KafkaError.check(rd_kafka_seek_partitions(handle.raw, list, milliseconds(remaining(until: deadline, doing: "seek"))))
@@ -173,13 +174,20 @@ public final class KafkaConsumer: Sendable {
     }
 
     /// `offsets` with `beginning` replaced by each partition's low watermark (blocks the calling
-    /// thread; see `assign` and `seek` for why).
+    /// thread; see `assign` and `seek` for why). A partition whose lookup fails keeps the logical
+    /// `beginning`, which librdkafka resolves itself, only later: a client that does not know a
+    /// partition yet (a topic created a moment ago, metadata not refreshed) answers "unknown
+    /// partition" here but reads it once its metadata catches up, so failing the read for it
+    /// would be wrong.
     static func resolvingBeginning(
-        _ offsets: [TopicPartition: Int64], handle: RdKafkaHandle, deadline: ContinuousClock.Instant, doing what: String
-    ) throws(KafkaError) -> [TopicPartition: Int64] {
+        _ offsets: [TopicPartition: Int64], handle: RdKafkaHandle, deadline: ContinuousClock.Instant
+    ) -> [TopicPartition: Int64] {
         var resolved = offsets
         for (partition, offset) in offsets where offset == KafkaConsumer.beginning {
-            resolved[partition] = try watermarks(of: partition, handle: handle, timeout: remaining(until: deadline, doing: what)).low
+            guard let timeout = try? remaining(until: deadline, doing: "watermarks"),
+                  let marks = try? watermarks(of: partition, handle: handle, timeout: timeout)
+            else { continue }
+            resolved[partition] = marks.low
         }
         return resolved
     }

@@ -158,7 +158,7 @@ private final class BulkRead: Sendable {
     func run(_ body: (KafkaRecordView) throws -> Void) throws {
         // A concrete start: a logical one waited ~550 ms for its first record (see
         // `KafkaConsumer.assign`), at every restore of every partition.
-        let starts = try KafkaConsumer.resolvingBeginning([partition: start], handle: handle, deadline: deadline, doing: "read \(partition)")
+        let starts = KafkaConsumer.resolvingBeginning([partition: start], handle: handle, deadline: deadline)
         let list = PartitionList.make(starts)
         defer { rd_kafka_topic_partition_list_destroy(list) }
         try KafkaError.check(rd_kafka_assign(handle.raw, list), "assign \(partition)")
