@@ -155,7 +155,8 @@ public final class KafkaConsumer: Sendable {
     /// Moves the fetch position of assigned partitions; the next message of each is at `offset`.
     ///
     /// `beginning` is resolved to the partition's low watermark first, so every partition lands
-    /// on a concrete offset. A logical seek starts an offset query in librdkafka, and a `resume`
+    /// on a concrete offset (one whose lookup fails keeps the logical `beginning`, which
+    /// librdkafka resolves itself, later). A logical seek starts an offset query in librdkafka, and a `resume`
     /// while that query is out makes its answer stale; librdkafka then retries it after a
     /// backoff, and the partition fetched nothing for ~500 ms after a seek-and-resume (the
     /// runtime's start on a group with nothing committed). If the low watermark moves on before
