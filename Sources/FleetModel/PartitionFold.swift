@@ -54,24 +54,6 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     /// writes changed ones to `<worker>.state`.
     @inlinable public var states: [String: P.State] { storedStates }
 
-    /// Runs `body` on `user`'s decoded state where it lies, or returns nil for a user without
-    /// one. Why not `states[user]`: that copies the state out, a retain and a release of every
-    /// list and string it holds, and a sealing unit reads every changed user's state to encode
-    /// it. Mutating only to reach the state in place (the dictionary's `_modify`); `body`
-    /// cannot change it. Nothing else may hold `states` meanwhile, or the dictionary is copied.
-    @inlinable
-    public mutating func withState<Result>(
-        of user: String, _ body: (borrowing P.State) throws -> Result
-    ) rethrows -> Result? {
-        guard let index = storedStates.index(forKey: user) else { return nil }
-        return try Self.lend(&storedStates.values[index], to: body)
-    }
-
-    @inlinable
-    static func lend<Result>(_ state: inout P.State, to body: (borrowing P.State) throws -> Result) rethrows -> Result {
-        try body(state)
-    }
-
     /// Restored users still held as images, not decoded because nothing touched them yet.
     @inlinable public var held: [String: HeldStateImage] { heldImages }
 

@@ -60,15 +60,12 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         /// Outputs and dead letters, in production order, each with the input that caused it.
         var records: [ProducerRecord] = []
         var causes: [InputPosition?] = []
-        /// Each user changed in the unit (`LatestState`), in the order first changed: its image
-        /// when the bound check encoded it, the input offset its state reflects and, with binary
-        /// images, what its history image will name. One changelog record per user per unit: the
-        /// changelog is compacted, so only the last would survive; so a state's image and its
-        /// next wake-up (recorded beside the image, for lazy restore) are computed when the unit
-        /// is sealed, once per user. A list, found through `stateIndex`, so that the seal reads
-        /// the entries where they lie (a dictionary's values are copied out).
-        var states: [LatestState] = []
-        var stateIndex: [String: Int] = [:]
+        /// Each user changed in the unit (`LatestState`): its image when the bound check encoded
+        /// it, the input offset its state reflects and, with binary images, what its history
+        /// image will name. One changelog record per user per unit: the changelog is compacted,
+        /// so only the last would survive; so a state's image and its next wake-up (recorded
+        /// beside the image, for lazy restore) are computed when the unit is sealed, once per user.
+        var states: [String: LatestState] = [:]
         /// The first input offset folded in the unit: the `unit_start` of its history images.
         var unitStart: Int64?
         /// The log time after the unit's last record that moved it, and the users then.
@@ -89,7 +86,6 @@ struct PartitionLane<P: UserProcessor>: Sendable {
     /// it at every change, and dropping the copy at the next, cost a retain and a release of
     /// every list and string it holds.
     private struct LatestState {
-        let userId: String
         var image: [UInt8]?
         var inputOffset: Int64
         /// With binary images: the input offsets that changed the user in the unit and the log
@@ -198,22 +194,15 @@ struct PartitionLane<P: UserProcessor>: Sendable {
             switch stateImages {
             case .binary:
                 // One history image per changed user per unit, written when the unit is sealed.
-                if let entry = unit.stateIndex[userId] {
-                    unit.states[entry].change(image: image, at: offset, logTime: logTime)
+                if let entry = unit.states.index(forKey: userId) {
+                    unit.states.values[entry].change(image: image, at: offset, logTime: logTime)
                 } else {
                     var history = UnitChanges(logTime: logTime)
                     history.record(offset, logTime: logTime)
-                    unit.stateIndex[userId] = unit.states.count
-                    unit.states.append(LatestState(userId: userId, image: image, inputOffset: offset, history: history))
+                    unit.states[userId] = LatestState(image: image, inputOffset: offset, history: history)
                 }
             case .json:
-                let latest = LatestState(userId: userId, image: image, inputOffset: offset)
-                if let entry = unit.stateIndex[userId] {
-                    unit.states[entry] = latest
-                } else {
-                    unit.stateIndex[userId] = unit.states.count
-                    unit.states.append(latest)
-                }
+                unit.states[userId] = LatestState(image: image, inputOffset: offset)
                 // What the builds before binary images wrote, so a rollback to them loses nothing:
                 // a change record per state change, with its before-image.
                 guard let after = image else { continue }  // JSON images are all encoded while folding.
@@ -307,51 +296,51 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         swap(&records, &done.records)
         swap(&causes, &done.causes)
         var fatal = done.fatal
-        // The changed users are read in place (a span) in user id order, and each one's state
-        // where the fold keeps it (`withState`): copying either out cost a retain and a release
-        // of every list and string it holds, for every user of every unit.
-        let changed = done.states
-        let states = changed.span
-        var users = Array(states.indices)
-        users.sort { states[$0].userId < states[$1].userId }
+        // The users in id order, as positions in `done.states`: read in place, neither looked up
+        // again nor copied out with their states.
+        let states = done.states
+        let users = states.indices.sorted { states.keys[$0] < states.keys[$1] }
         records.reserveCapacity(records.count + users.count * 2 + 1)
         causes.reserveCapacity(records.capacity)
         // Each user's image, in the order of `users`; nil where it did not encode.
         var images: [[UInt8]?] = []
         images.reserveCapacity(users.count)
-        let encoding = context.settings.stateImages
-        let processor = context.processor
+        let folded = fold.states
         for user in users {
-            let userId = states[user].userId
-            let encoded = states[user].image
-            let imaged = fold.withState(of: userId) { state -> Result<(image: [UInt8], wakeUp: ChangelogRecords.WakeUp), any Error> in
-                let wakeUp: ChangelogRecords.WakeUp = P.nextWakeUpDependsOnStateAlone ? .recorded(processor.nextWakeUp(state)) : .unrecorded
-                if let encoded { return .success((encoded, wakeUp)) }
-                return Result { (try StateCoding.encode(state, as: encoding), wakeUp) }
-            }
-            switch imaged {
-            case nil:
+            let userId = states.keys[user]
+            guard let state = folded[userId] else {
                 // Cannot happen (a changed user's state stays in the fold); refusing the unit is
                 // what keeps the changelog from losing the change if it ever did.
                 fatal = fatal ?? "the state of user \(userId), changed in the unit, is not in the fold at the seal"
                 images.append(nil)
-            case .failure(let error):
-                fatal = fatal ?? "cannot encode the state of user \(userId): \(error)"
-                images.append(nil)
-            case .success(let (image, wakeUp)):
-                images.append(image)
-                records.append(ChangelogRecords.state(
-                    userId: userId, image: image, inputOffset: states[user].inputOffset, wakeUp: wakeUp,
-                    topic: layout.stateTopic, partition: partition))
-                causes.append(InputPosition(partition: foldedPartition, offset: states[user].inputOffset))
+                continue
             }
+            let image: [UInt8]
+            if let encoded = states.values[user].image {
+                image = encoded
+            } else {
+                do {
+                    image = try StateCoding.encode(state, as: context.settings.stateImages)
+                } catch {
+                    fatal = fatal ?? "cannot encode the state of user \(userId): \(error)"
+                    images.append(nil)
+                    continue
+                }
+            }
+            images.append(image)
+            let wakeUp: ChangelogRecords.WakeUp = P.nextWakeUpDependsOnStateAlone
+                ? .recorded(context.processor.nextWakeUp(state)) : .unrecorded
+            records.append(ChangelogRecords.state(
+                userId: userId, image: image, inputOffset: states.values[user].inputOffset, wakeUp: wakeUp,
+                topic: layout.stateTopic, partition: partition))
+            causes.append(InputPosition(partition: foldedPartition, offset: states.values[user].inputOffset))
         }
         if let unitStart = done.unitStart {
             for (position, user) in users.enumerated() {
-                guard let history = states[user].history, let image = images[position], let last = history.offsets.last
+                guard let history = states.values[user].history, let image = images[position], let last = history.offsets.last
                 else { continue }
                 records.append(ChangelogRecords.historyImage(
-                    userId: states[user].userId, after: image, unitStart: unitStart, changed: history.offsets,
+                    userId: states.keys[user], after: image, unitStart: unitStart, changed: history.offsets,
                     logTime: history.logTime, inputTopic: layout.topics.log, topic: layout.historyTopic, partition: partition))
                 causes.append(InputPosition(partition: foldedPartition, offset: last))
             }
