@@ -39,6 +39,7 @@ let package = Package(
         .library(name: "SenderEffect", targets: ["SenderEffect"]),
         .library(name: "SenderTestSupport", targets: ["SenderTestSupport"]),
         .library(name: "FleetTestSupport", targets: ["FleetTestSupport"]),
+        .library(name: "FleetLogTesting", targets: ["FleetLogTesting"]),
         .library(name: "FleetWorkers", targets: ["FleetWorkers"]),
         .library(name: "FleetService", targets: ["FleetService"]),
         .library(name: "FleetOperations", targets: ["FleetOperations"]),

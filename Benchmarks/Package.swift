@@ -97,6 +97,23 @@ let package = Package(
             ],
             path: "FoldProfile"
         ),
+        // The delivery worker's whole runtime on the in-memory log (no broker, no librdkafka):
+        // the Swift side of its CPU per input, and a profile of the runtime with nothing else
+        // on the cores.
+        .executableTarget(
+            name: "RuntimeProfile",
+            dependencies: [
+                "DeliveryWorkload",
+                .product(name: "FleetWorkers", package: root),
+                .product(name: "FleetLogTesting", package: root),
+                .product(name: "FleetService", package: root),
+                .product(name: "Kafka", package: root),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "RuntimeProfile",
+            // The workers' allocator (the root package's `fleetAllocator`).
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
+        ),
         // End-to-end: the delivery worker on the stateful runtime against a broker, records/s in
         // either guarantee and the restore rate; a plain executable (scripts/bench-runtime).
         .executableTarget(

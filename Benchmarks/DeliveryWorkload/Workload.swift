@@ -39,6 +39,20 @@ public struct Workload: Sendable {
         inputs.map { ($0.at, userIds[$0.user], $0.record) }
     }
 
+    /// The first `count` records of the mix that `included` keeps, in time order, from a
+    /// workload grown until it has that many (the mix averages some seven records per user):
+    /// the input of every runtime benchmark, so they all fold the same records.
+    public static func firstRecords(
+        _ count: Int, including included: (FleetRecord) -> Bool = { _ in true }
+    ) -> [(at: Timestamp, userId: String, record: FleetRecord)] {
+        var users = max(100, count / 6)
+        while true {
+            let timeline = make(users: users).timeline.filter { included($0.record) }
+            if timeline.count >= count { return Array(timeline.prefix(count)) }
+            users = users * 3 / 2
+        }
+    }
+
     /// Feeds the whole workload from fresh states; with `measuringState`, also serialises every
     /// final state (outside the decisions/s measurement); with `collectingStates`, keeps every
     /// state written (`Result.changelog`, the state-encoding benchmark's mix); with `digesting`,

@@ -22,13 +22,7 @@ let environment = ProcessInfo.processInfo.environment
 let count = Int(environment["N"] ?? "") ?? 50_000
 let unitRecords = Int(environment["UNIT"] ?? "") ?? 8_000
 
-var users = max(100, count / 6)
-var timeline: [(at: Timestamp, userId: String, record: FleetRecord)] = []
-while true {
-    timeline = Workload.make(users: users).timeline
-    if timeline.count >= count { break }
-    users = users * 3 / 2
-}
+let timeline = Workload.firstRecords(count)
 let messages = timeline.prefix(count).enumerated().map { offset, entry in
     KafkaMessage(
         topic: Topics.deliveryInbox, partition: 0, offset: Int64(offset), key: Array(entry.userId.utf8),

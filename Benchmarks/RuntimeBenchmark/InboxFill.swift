@@ -17,17 +17,11 @@ enum InboxFill {
         }
     }
 
-    /// The first `count` records of the mix that `included` keeps, in time order, from a
-    /// workload grown until it has that many.
+    /// The first `count` records of the mix that `included` keeps (`Workload.firstRecords`).
     static func timeline(
         count: Int, including included: (FleetRecord) -> Bool = { _ in true }
     ) -> [(at: Timestamp, userId: String, record: FleetRecord)] {
-        var users = max(100, count / 6)
-        while true {
-            let timeline = Workload.make(users: users).timeline.filter { included($0.record) }
-            if timeline.count >= count { return Array(timeline.prefix(count)) }
-            users = users * 3 / 2
-        }
+        Workload.firstRecords(count, including: included)
     }
 
     /// Produces `records` (logical topic names) into `namespace`, acknowledged, in chunks so
