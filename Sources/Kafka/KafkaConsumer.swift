@@ -156,11 +156,12 @@ public final class KafkaConsumer: Sendable {
     ///
     /// `beginning` is resolved to the partition's low watermark first, so every partition lands
     /// on a concrete offset (one whose lookup fails keeps the logical `beginning`, which
-    /// librdkafka resolves itself, later). A logical seek starts an offset query in librdkafka, and a `resume`
-    /// while that query is out makes its answer stale; librdkafka then retries it after a
-    /// backoff, and the partition fetched nothing for ~500 ms after a seek-and-resume (the
-    /// runtime's start on a group with nothing committed). If the low watermark moves on before
-    /// the fetch, `auto.offset.reset` (earliest by default) applies as for any lost position.
+    /// librdkafka resolves itself, later). A logical seek starts an offset query in librdkafka,
+    /// and a `resume` while that query is out makes its answer stale; librdkafka then retries it
+    /// after a backoff, and the partition fetched nothing for ~500 ms after a seek-and-resume
+    /// (the runtime's start on a group with nothing committed). If the low watermark moves on
+    /// before the fetch, `auto.offset.reset` (earliest by default) applies as for any lost
+    /// position.
     /// `timeout` bounds the whole call: the watermark lookups and the seek.
     public func seek(_ offsets: [TopicPartition: Int64], timeout: Duration = .seconds(10)) async throws(KafkaError) {
         let handle = handle
