@@ -109,15 +109,12 @@ extension KafkaConsumer {
     /// answers "unknown partition" until it does.
     fileprivate func watermarks(of partition: TopicPartition, until deadline: ContinuousClock.Instant) async throws -> Watermarks {
         while true {
-            let answer: Result<Watermarks, KafkaError>
-            do { answer = .success(try await queryWatermarks(partition)) } catch { answer = .failure(error) }
-            switch answer {
-            case .success(let marks):
-                return marks
-            case .failure(let error):
+            do {
+                return try await queryWatermarks(partition)
+            } catch {
                 guard error.code == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION.rawValue, ContinuousClock.now < deadline else { throw error }
-                try await Task.sleep(for: .milliseconds(100))
             }
+            try await Task.sleep(for: .milliseconds(100))
         }
     }
 }
