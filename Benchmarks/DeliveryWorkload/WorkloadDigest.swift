@@ -38,10 +38,14 @@ public struct WorkloadDigest: Sendable, CustomStringConvertible {
 public struct FNV1a64: Sendable {
     public private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
 
-    mutating func add(_ bytes: [UInt8]) {
+    public init() {}
+
+    public mutating func add(_ bytes: [UInt8]) {
         for byte in bytes { mix(byte) }
         mix(0xFF)
     }
+
+    public mutating func add(_ text: String) { add(Array(text.utf8)) }
 
     private mutating func mix(_ byte: UInt8) {
         value ^= UInt64(byte)

@@ -11,17 +11,10 @@ import Logging
 enum InboxFill {
     /// The records, from a workload of enough users (the mix averages some seven per user).
     static func records(count: Int) -> [ProducerRecord] {
-        timeline(count: count).map { at, userId, record in
+        Workload.firstRecords(count).map { at, userId, record in
             ProducerRecord(topic: Topics.deliveryInbox, key: userId, value: RecordCodec.encode(record),
                            timestamp: at.millisecondsSinceEpoch)
         }
-    }
-
-    /// The first `count` records of the mix that `included` keeps (`Workload.firstRecords`).
-    static func timeline(
-        count: Int, including included: (FleetRecord) -> Bool = { _ in true }
-    ) -> [(at: Timestamp, userId: String, record: FleetRecord)] {
-        Workload.firstRecords(count, including: included)
     }
 
     /// Produces `records` (logical topic names) into `namespace`, acknowledged, in chunks so

@@ -1,3 +1,4 @@
+import DeliveryWorkload
 import FleetModel
 import Kafka
 
@@ -39,7 +40,7 @@ struct LatencyWorkload {
         }
         let warmUpPositions = spread(warmUpSecurity, over: warmUp, from: 0)
         let positions = spread(security, over: count, from: warmUp)
-        let background = InboxFill.timeline(count: warmUp + count - security - warmUpSecurity) { !Self.isSecurity($0) }
+        let background = Workload.firstRecords(warmUp + count - security - warmUpSecurity) { !Self.isSecurity($0) }
         var records: [ProducerRecord] = []
         records.reserveCapacity(warmUp + count)
         var marked: [Int: String] = [:]

@@ -1,3 +1,4 @@
+import DeliveryWorkload
 import FleetModel
 import FleetWorkers
 import Kafka
@@ -30,7 +31,7 @@ enum OutputDigest {
             try await consumer.assign(offsets)
             let messages = count == 0 ? [] : try await consumer.collect(count: count, timeout: .seconds(60))
             await consumer.close()
-            var hash = FNV1a()
+            var hash = FNV1a64()
             var position: (partition: Int32, index: Int) = (-1, 0)
             for message in messages.sorted(by: { ($0.partition, $0.offset) < ($1.partition, $1.offset) }) {
                 position = message.partition == position.partition ? (position.partition, position.index + 1) : (message.partition, 0)
@@ -46,22 +47,5 @@ enum OutputDigest {
             lines.append("DIGEST \(topic) records=\(messages.count) expected=\(count) fnv=\(String(hash.value, radix: 16))")
         }
         return lines
-    }
-}
-
-/// FNV-1a, 64 bits; each added field is followed by a separator byte.
-struct FNV1a {
-    private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
-
-    mutating func add(_ bytes: [UInt8]) {
-        for byte in bytes { mix(byte) }
-        mix(0xFF)
-    }
-
-    mutating func add(_ text: String) { add(Array(text.utf8)) }
-
-    private mutating func mix(_ byte: UInt8) {
-        value ^= UInt64(byte)
-        value = value &* 0x100_0000_01b3
     }
 }

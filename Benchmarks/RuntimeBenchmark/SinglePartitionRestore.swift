@@ -1,4 +1,5 @@
 import DeliveryPolicy
+import DeliveryWorkload
 import FleetModel
 import FleetWorkers
 import Foundation

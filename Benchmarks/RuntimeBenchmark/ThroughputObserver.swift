@@ -1,3 +1,4 @@
+import DeliveryWorkload
 import FleetModel
 import FleetWorkers
 import Foundation
@@ -171,14 +172,6 @@ final class ThroughputObserver: RuntimeObserver {
     func failingInput(topic: String, partition: Int, offset: Int64) { production?.failingInput(topic: topic, partition: partition, offset: offset) }
     func failingInputCleared() { production?.failingInputCleared() }
     func inputQuarantined(topic: String) { production?.inputQuarantined(topic: topic) }
-}
-
-/// User plus system CPU of this process so far, in seconds.
-func processCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 /// The process's resident bytes (`/proc/self/statm`; 0 where there is none): the growth over

@@ -34,22 +34,6 @@ guard let guarantee = DeliveryGuarantee(rawValue: environment["MODE"] ?? "at_lea
     fatalError("MODE must be at_least_once or exactly_once")
 }
 
-func processCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
-}
-
-/// FNV-1a over records' keys and values.
-struct Digest {
-    var value: UInt64 = 0xcbf2_9ce4_8422_2325
-    mutating func add(_ bytes: [UInt8]?) {
-        guard let bytes else { return }
-        for byte in bytes { value = (value ^ UInt64(byte)) &* 0x100_0000_01b3 }
-    }
-}
-
 let namespace = TopicNamespace()
 let inbox = namespace.physical(Topics.deliveryInbox)
 let log = InMemoryLog(group: "delivery")
@@ -90,7 +74,7 @@ let seconds = (ContinuousClock.now - start) / .seconds(1)
 let cpuSeconds = processCPUSeconds() - cpuStart
 running.cancel()
 
-var digest = Digest()
+var digest = FNV1a64()
 var written: [String: Int] = [:]
 for topic in TopicSpec.all.map(\.name).sorted() {
     let partitionsRead = log.committedRecords(namespace.physical(topic))
@@ -101,8 +85,8 @@ for topic in TopicSpec.all.map(\.name).sorted() {
     if topic == Worker.delivery.stateTopic || topic == Worker.delivery.historyTopic { continue }
     for messages in partitionsRead {
         for message in messages {
-            digest.add(message.key)
-            digest.add(message.value)
+            digest.add(message.key ?? [])
+            digest.add(message.value ?? [])
         }
     }
 }
