@@ -89,7 +89,7 @@ let package = Package(
         // Record formats, time, ids and the processor shape shared by every executable.
         .target(
             name: "FleetModel",
-            dependencies: [.product(name: "Collections", package: "swift-collections")],
+            dependencies: [.product(name: "HeapModule", package: "swift-collections")],
             swiftSettings: foldPath
         ),
         // The binary state images' schema (Protos/fleet_state.proto) and its generated code
@@ -111,7 +111,7 @@ let package = Package(
                 "StateImages",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Yams", package: "Yams"),
-                .product(name: "Collections", package: "swift-collections"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             resources: [.copy("Profiles")],
             swiftSettings: foldPath
@@ -218,7 +218,7 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Collections", package: "swift-collections"),
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: foldPath
