@@ -83,6 +83,10 @@ release_build() {
     swift build -c release --static-swift-stdlib --scratch-path .build-static --product fleetctl -q >&2
     swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path
 }
+# The release build of the `dev` image's stand-in providers (provider-fakes), beside fleetctl's.
+dev_release_build() {
+    swift build -c release --static-swift-stdlib --scratch-path .build-static --product provider-fakes -q >&2
+}
 
 # What deploy/Dockerfile copies to /usr/local/bin from the build stage: fleetctl and the
 # resource bundles next to it (Bundle.module looks for them beside the executable). The worker
