@@ -135,12 +135,14 @@ struct FleetctlErrorTests {
         #expect(expected.status == 0 && expected.stdout.split(separator: "\n").count == 4, "\(expected.stdout) \(expected.stderr)")
         let clock = ContinuousClock()
         let start = clock.now
-        let short = try await Self.fleetctl(["decisions", "--user", "maya", "--expect", "10", "--timeout", "4"], environment)
+        // 20 s, not less: a fresh fleetctl (a debug build) started while the parallel suite keeps
+        // both cores busy once read nothing at all within 4 s ("only 0 of 10").
+        let short = try await Self.fleetctl(["decisions", "--user", "maya", "--expect", "10", "--timeout", "20"], environment)
         #expect(short.status == 75, "\(short.stderr)")
-        #expect(short.stderr.contains("only 3 of 10 expected decisions for user maya arrived within 4 s"), "\(short.stderr)")
+        #expect(short.stderr.contains("only 3 of 10 expected decisions for user maya arrived within 20 s"), "\(short.stderr)")
         #expect(!short.stderr.contains("Usage:"), "\(short.stderr)")
         #expect(short.stdout.split(separator: "\n").count == 4, "\(short.stdout)")
-        #expect(clock.now - start < .seconds(10))
+        #expect(clock.now - start < .seconds(40))
         let everyone = try await Self.fleetctl(["decisions"], environment)
         #expect(everyone.status == 0 && everyone.stdout.split(separator: "\n").count == 44, "\(everyone.stdout)")
     }
