@@ -77,16 +77,16 @@ debootstrap_minbase() { # suite dir log
     grep -m1 'Valid Release signature' "$log" >&2 || { echo "debootstrap did not verify $suite's Release signature" >&2; return 1; }
 }
 
-# The release build of the image's one binary, as deploy/Dockerfile's build stage makes it
-# (static Swift standard library), into .build-static; prints the binaries' folder.
+# `swift build` as deploy/Dockerfile's build stages run it (release, static Swift standard
+# library), into .build-static: one set of flags, so the image's builds share one build.
+image_swift_build() { swift build -c release --static-swift-stdlib --scratch-path .build-static "$@"; }
+# The release build of the image's one binary; prints the binaries' folder.
 release_build() {
-    swift build -c release --static-swift-stdlib --scratch-path .build-static --product fleetctl -q >&2
-    swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path
+    image_swift_build --product fleetctl -q >&2
+    image_swift_build --show-bin-path
 }
 # The release build of the `dev` image's stand-in providers (provider-fakes), beside fleetctl's.
-dev_release_build() {
-    swift build -c release --static-swift-stdlib --scratch-path .build-static --product provider-fakes -q >&2
-}
+dev_release_build() { image_swift_build --product provider-fakes -q >&2; }
 
 # What deploy/Dockerfile copies to /usr/local/bin from the build stage: fleetctl and the
 # resource bundles next to it (Bundle.module looks for them beside the executable). The worker
