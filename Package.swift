@@ -392,7 +392,8 @@ let package = Package(
             name: "FleetWorkersTests",
             dependencies: [
                 "FleetWorkers", "FleetService", "FleetModel", "DeliveryPolicy", "UpstreamProcessors", "FleetTestSupport", "FleetSimulation",
-                "SenderCore", "FleetLogTesting", "Kafka",
+                "SenderCore", "FleetLogTesting", "Kafka", "StateImages",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -428,6 +429,9 @@ let package = Package(
                 "DeliveryPolicy",
                 "FleetSimulation",
                 "FleetTestSupport",
+                // The generated messages: the reference the directly written images are held to.
+                "StateImages",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

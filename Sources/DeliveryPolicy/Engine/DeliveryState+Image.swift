@@ -16,47 +16,76 @@ extension DeliveryState: BinaryStateImage {
     /// 1: the first binary format.
     public static let stateImageFormat: UInt32 = 1
 
+    /// Written field by field (`ProtobufWireWriter`), the bytes `Fleet_State_DeliveryState`'s
+    /// `serializedBytes()` gives for the same state (`DirectImageTests`), in field-number order.
     public func binaryImage() throws(StateImageError) -> [UInt8] {
-        var m = Fleet_State_DeliveryState()
-        m.format = Self.stateImageFormat
-        m.zone = zone?.identifier ?? ""
+        var w = ProtobufWireWriter(capacity: 256)
+        w.uint32(1, Self.stateImageFormat)
+        w.string(2, zone?.identifier ?? "")
         if let quietHours {
-            m.quietHours = .with { $0.start = UInt32(quietHours.start.minuteOfDay); $0.end = UInt32(quietHours.end.minuteOfDay) }
+            w.delimited(3) { m in
+                m.uint32(1, UInt32(quietHours.start.minuteOfDay))
+                m.uint32(2, UInt32(quietHours.end.minuteOfDay))
+            }
         }
-        m.pushDisabled = !pushEnabled
-        m.notificationsDenied = notificationsDenied
-        m.emailOptIn = emailOptIn
-        m.premium = premium
-        m.disabledCategories = disabledCategories
-        if let signedUpAt { m.signedUpAt = signedUpAt.millisecondsSinceEpoch }
-        if let lastOpenAt { m.lastOpenAt = lastOpenAt.millisecondsSinceEpoch }
-        if let lastActionAt { m.lastActionAt = lastActionAt.millisecondsSinceEpoch }
+        w.bool(4, !pushEnabled)
+        w.bool(5, notificationsDenied)
+        w.bool(6, emailOptIn)
+        w.bool(7, premium)
+        w.repeatedString(8, disabledCategories)
+        w.optionalSInt64(9, signedUpAt?.millisecondsSinceEpoch)
+        w.optionalSInt64(10, lastOpenAt?.millisecondsSinceEpoch)
+        w.optionalSInt64(11, lastActionAt?.millisecondsSinceEpoch)
         if let streak {
-            m.streak = .with { $0.current = Int64(streak.current); $0.longest = Int64(streak.longest); $0.lastDay = Int64(streak.lastDay) }
+            w.delimited(12) { m in
+                m.sint64(1, Int64(streak.current))
+                m.sint64(2, Int64(streak.longest))
+                m.sint64(3, Int64(streak.lastDay))
+            }
         }
-        if !lapse.isEmpty { m.lapse = Self.image(of: lapse) }
-        if let lastScore { m.lastScore = Int64(lastScore) }
-        if let lastDeliveredCategory { m.lastDeliveredCategory = lastDeliveredCategory }
-        if !sinceOpen.isEmpty { m.sinceOpen = Self.image(of: sinceOpen) }
-        if let topPending { m.topPending = try Self.image(of: topPending) }
-        if let day { m.day = Self.image(of: day) }
-        m.recent = recent.map { r in .with { $0.type = r.type; $0.at = r.at.millisecondsSinceEpoch; $0.bodyHash = r.bodyHash } }
-        m.keyedCaps = keyedCaps.map { c in
-            .with { $0.type = c.type; $0.keyHash = c.keyHash; $0.period = Int64(c.period); $0.count = Int64(c.count) }
+        if !lapse.isEmpty { Self.write(lapse, as: 13, into: &w) }
+        w.optionalSInt64(14, lastScore.map(Int64.init))
+        w.optionalString(15, lastDeliveredCategory)
+        if !sinceOpen.isEmpty { Self.write(sinceOpen, as: 16, into: &w) }
+        if let topPending { try Self.write(topPending, as: 17, into: &w) }
+        if let day { Self.write(day, as: 18, into: &w) }
+        for r in recent {
+            w.delimited(19) { m in
+                m.string(1, r.type)
+                m.sint64(2, r.at.millisecondsSinceEpoch)
+                m.fixed64(3, r.bodyHash)
+            }
         }
-        m.lifetime = lifetime.sorted { $0.key < $1.key }.map { entry in .with { $0.name = entry.key; $0.count = Int64(entry.value) } }
-        m.dismissals = dismissals.map { d in .with { $0.category = d.category; $0.at = d.at.millisecondsSinceEpoch } }
-        m.cooldownUntil = cooldownUntil.sorted { $0.key < $1.key }.map { entry in
-            .with { $0.name = entry.key; $0.at = entry.value.millisecondsSinceEpoch }
+        for c in keyedCaps {
+            w.delimited(20) { m in
+                m.string(1, c.type)
+                m.fixed64(2, c.keyHash)
+                m.sint64(3, Int64(c.period))
+                m.sint64(4, Int64(c.count))
+            }
         }
-        m.pending = try pending.map { candidate throws(StateImageError) in try Self.image(of: candidate) }
-        if let lapseDueAt { m.lapseDueAt = lapseDueAt.millisecondsSinceEpoch }
-        m.memory = Data(memory.packed())
-        do {
-            return try m.serializedBytes()
-        } catch {
-            throw StateImageError("delivery state did not encode: \(error)")
+        for entry in lifetime.sorted(by: { $0.key < $1.key }) {
+            w.delimited(21) { m in
+                m.string(1, entry.key)
+                m.sint64(2, Int64(entry.value))
+            }
         }
+        for d in dismissals {
+            w.delimited(22) { m in
+                m.string(1, d.category)
+                m.sint64(2, d.at.millisecondsSinceEpoch)
+            }
+        }
+        for entry in cooldownUntil.sorted(by: { $0.key < $1.key }) {
+            w.delimited(23) { m in
+                m.string(1, entry.key)
+                m.sint64(2, entry.value.millisecondsSinceEpoch)
+            }
+        }
+        for candidate in pending { try Self.write(candidate, as: 24, into: &w) }
+        w.optionalSInt64(25, lapseDueAt?.millisecondsSinceEpoch)
+        if !memory.isEmpty { w.delimited(26) { memory.writePacked(into: &$0) } }
+        return w.bytes
     }
 
     /// Every field of `binaryImage()` at its widest (`ImageSizeBound`): walks the state's lists
@@ -150,16 +179,16 @@ extension DeliveryState: BinaryStateImage {
 
     // MARK: Parts
 
-    private static func image(of lapse: LapseState) -> Fleet_State_Lapse {
-        var m = Fleet_State_Lapse()
-        m.fired = UInt32(lapse.fired)
-        if let t = lapse.quietSince { m.quietSince = t.millisecondsSinceEpoch }
-        if let t = lapse.lastQuietNotificationAt { m.lastQuietNotificationAt = t.millisecondsSinceEpoch }
-        if let t = lapse.valueReminderAt { m.valueReminderAt = t.millisecondsSinceEpoch }
-        m.noActionFired = lapse.noActionFired
-        if let id = lapse.tierNotificationId { m.tierNotificationID = id }
-        if let kind = lapse.tierKind { m.tierKind = kind }
-        return m
+    private static func write(_ lapse: LapseState, as field: UInt32, into w: inout ProtobufWireWriter) {
+        w.delimited(field) { m in
+            m.uint32(1, UInt32(lapse.fired))
+            m.optionalSInt64(2, lapse.quietSince?.millisecondsSinceEpoch)
+            m.optionalSInt64(3, lapse.lastQuietNotificationAt?.millisecondsSinceEpoch)
+            m.optionalSInt64(4, lapse.valueReminderAt?.millisecondsSinceEpoch)
+            m.bool(5, lapse.noActionFired)
+            m.optionalString(6, lapse.tierNotificationId)
+            m.optionalString(7, lapse.tierKind)
+        }
     }
 
     private static func lapse(_ m: Fleet_State_Lapse) throws(StateImageError) -> LapseState {
@@ -175,17 +204,17 @@ extension DeliveryState: BinaryStateImage {
         return lapse
     }
 
-    private static func image(of totals: SinceOpenTotals) -> Fleet_State_SinceOpen {
-        var m = Fleet_State_SinceOpen()
-        if let v = totals.scoreOld { m.scoreOld = Int64(v) }
-        if let v = totals.scoreNew { m.scoreNew = Int64(v) }
-        m.dedup = Int64(totals.dedup)
-        m.access = Int64(totals.access)
-        m.enrichment = Int64(totals.enrichment)
-        m.birthdayDays = totals.birthdayDays.map(Int64.init)
-        m.reminders = Int64(totals.reminders)
-        m.newContacts = Int64(totals.newContacts)
-        return m
+    private static func write(_ totals: SinceOpenTotals, as field: UInt32, into w: inout ProtobufWireWriter) {
+        w.delimited(field) { m in
+            m.optionalSInt64(1, totals.scoreOld.map(Int64.init))
+            m.optionalSInt64(2, totals.scoreNew.map(Int64.init))
+            m.sint64(3, Int64(totals.dedup))
+            m.sint64(4, Int64(totals.access))
+            m.sint64(5, Int64(totals.enrichment))
+            m.packedSInt64(6, totals.birthdayDays)
+            m.sint64(7, Int64(totals.reminders))
+            m.sint64(8, Int64(totals.newContacts))
+        }
     }
 
     private static func sinceOpen(_ m: Fleet_State_SinceOpen) -> SinceOpenTotals {
@@ -201,15 +230,20 @@ extension DeliveryState: BinaryStateImage {
         return totals
     }
 
-    private static func image(of day: DayLedger) -> Fleet_State_DayLedger {
-        var m = Fleet_State_DayLedger()
-        m.day = Int64(day.day)
-        m.delivered = Int64(day.delivered)
-        m.candidates = Int64(day.candidates)
-        m.byType = day.byType.sorted { $0.key < $1.key }.map { entry in .with { $0.name = entry.key; $0.count = Int64(entry.value) } }
-        m.dayOne = day.dayOne.map(Int64.init)
-        m.heldBack = day.heldBack
-        return m
+    private static func write(_ day: DayLedger, as field: UInt32, into w: inout ProtobufWireWriter) {
+        w.delimited(field) { m in
+            m.sint64(1, Int64(day.day))
+            m.sint64(2, Int64(day.delivered))
+            m.sint64(3, Int64(day.candidates))
+            for entry in day.byType.sorted(by: { $0.key < $1.key }) {
+                m.delimited(4) { e in
+                    e.string(1, entry.key)
+                    e.sint64(2, Int64(entry.value))
+                }
+            }
+            m.packedSInt64(5, day.dayOne)
+            m.repeatedString(6, day.heldBack)
+        }
     }
 
     private static func day(_ m: Fleet_State_DayLedger) -> DayLedger {
@@ -223,20 +257,20 @@ extension DeliveryState: BinaryStateImage {
         return day
     }
 
-    private static func image(of intent: PendingIntent) throws(StateImageError) -> Fleet_State_PendingIntent {
-        var m = Fleet_State_PendingIntent()
-        m.id = intent.id
-        m.type = intent.type
-        if !intent.data.isEmpty {
-            do {
-                m.data = Data(try CanonicalJSONEncoder.encode(intent.data))
-            } catch {
-                throw StateImageError("pending intent \(RecordError.quote(intent.id)): data did not encode: \(error)")
+    private static func write(_ intent: PendingIntent, as field: UInt32, into w: inout ProtobufWireWriter) throws(StateImageError) {
+        try w.delimited(field) { (m: inout ProtobufWireWriter) throws(StateImageError) in
+            m.string(1, intent.id)
+            m.string(2, intent.type)
+            if !intent.data.isEmpty {
+                do {
+                    m.bytesField(3, try CanonicalJSONEncoder.encode(intent.data))
+                } catch {
+                    throw StateImageError("pending intent \(RecordError.quote(intent.id)): data did not encode: \(error)")
+                }
             }
+            m.optionalSInt64(4, intent.expiresAt?.millisecondsSinceEpoch)
+            m.sint64(5, intent.arrivedAt.millisecondsSinceEpoch)
         }
-        if let t = intent.expiresAt { m.expiresAt = t.millisecondsSinceEpoch }
-        m.arrivedAt = intent.arrivedAt.millisecondsSinceEpoch
-        return m
     }
 
     private static func intent(_ m: Fleet_State_PendingIntent, _ field: String) throws(StateImageError) -> PendingIntent {
@@ -246,9 +280,8 @@ extension DeliveryState: BinaryStateImage {
             arrivedAt: Timestamp(millisecondsSinceEpoch: m.arrivedAt))
     }
 
-    private static func image(of candidate: Candidate) throws(StateImageError) -> Fleet_State_Candidate {
-        var m = Fleet_State_Candidate()
-        m.kind = switch candidate.kind {
+    private static func write(_ candidate: Candidate, as field: UInt32, into w: inout ProtobufWireWriter) throws(StateImageError) {
+        let kind: Fleet_State_Candidate.Kind = switch candidate.kind {
         case .intents: .intents
         case .digest: .digest
         case .lapsedSummary: .lapsedSummary
@@ -256,19 +289,22 @@ extension DeliveryState: BinaryStateImage {
         case .valueReminder: .valueReminder
         case .dormantEmail: .dormantEmail
         }
-        m.phase = switch candidate.phase {
+        let phase: Fleet_State_Candidate.Phase = switch candidate.phase {
         case .collecting: .collecting
         case .deferred: .deferred
         case .scheduled: .scheduled
         }
-        m.category = candidate.category
-        m.notificationID = candidate.notificationId
-        m.firstArrival = candidate.firstArrival.millisecondsSinceEpoch
-        m.dueAt = candidate.dueAt.millisecondsSinceEpoch
-        if let until = candidate.until { m.until = until.millisecondsSinceEpoch }
-        m.intents = try candidate.intents.map { intent throws(StateImageError) in try image(of: intent) }
-        m.summarised = candidate.summarised
-        return m
+        try w.delimited(field) { (m: inout ProtobufWireWriter) throws(StateImageError) in
+            m.uint32(1, UInt32(kind.rawValue))
+            m.uint32(2, UInt32(phase.rawValue))
+            m.string(3, candidate.category)
+            m.string(4, candidate.notificationId)
+            m.sint64(5, candidate.firstArrival.millisecondsSinceEpoch)
+            m.sint64(6, candidate.dueAt.millisecondsSinceEpoch)
+            m.optionalSInt64(7, candidate.until?.millisecondsSinceEpoch)
+            for intent in candidate.intents { try write(intent, as: 8, into: &m) }
+            m.repeatedString(9, candidate.summarised)
+        }
     }
 
     private static func candidate(_ m: Fleet_State_Candidate, _ field: String) throws(StateImageError) -> Candidate {

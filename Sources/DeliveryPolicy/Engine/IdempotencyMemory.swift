@@ -1,6 +1,7 @@
 import DequeModule
 import Foundation
 import FleetModel
+import StateImages
 
 /// The input ids a user's state has seen recently (P-IDEM-1), oldest first.
 ///
@@ -104,6 +105,14 @@ extension IdempotencyMemory {
             for k in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: entry.minute >> (8 * UInt32(k)))) }
         }
         return bytes
+    }
+
+    /// `packed()` written into a state image's field as it is being written.
+    func writePacked(into writer: inout ProtobufWireWriter) {
+        for entry in entries {
+            withUnsafeBytes(of: entry.hash.littleEndian) { writer.append(contentsOf: $0) }
+            withUnsafeBytes(of: entry.minute.littleEndian) { writer.append(contentsOf: $0) }
+        }
     }
 
     /// Reads `packed()`; refuses a length that is not a whole number of ids, or more ids than

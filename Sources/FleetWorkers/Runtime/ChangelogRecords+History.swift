@@ -28,21 +28,17 @@ extension ChangelogRecords {
         userId: String, after: [UInt8], unitStart: Int64, changed: [Int64], logTime: Timestamp, inputTopic: String,
         topic: String, partition: Int32
     ) -> ProducerRecord {
-        var envelope = Fleet_State_HistoryImage()
-        envelope.format = historyImageFormat
-        envelope.after = Data(after)
-        envelope.unitStart = unitStart
-        envelope.changed = changed.map { UInt64($0 - unitStart) }
-        envelope.logTime = logTime.millisecondsSinceEpoch
-        envelope.inputTopic = inputTopic
-        envelope.inputPartition = partition
-        let value: [UInt8]
-        do {
-            value = try envelope.serializedBytes()
-        } catch {
-            // Scalars, a string and bytes only: encoding cannot fail.
-            preconditionFailure("a history image envelope did not encode: \(error)")
-        }
+        // `Fleet_State_HistoryImage`, written directly (`ProtobufWireWriter`), as the state
+        // record's envelope is.
+        var envelope = ProtobufWireWriter(capacity: after.count + changed.count * 2 + inputTopic.utf8.count + 40)
+        envelope.uint32(1, historyImageFormat)
+        envelope.bytesField(2, after)
+        envelope.int64(3, unitStart)
+        envelope.packedUInt64(4, changed.lazy.map { UInt64($0 - unitStart) })
+        envelope.sint64(5, logTime.millisecondsSinceEpoch)
+        envelope.string(6, inputTopic)
+        envelope.int32(7, partition)
+        let value = envelope.bytes
         return ProducerRecord(
             topic: topic, partition: partition, key: Array(userId.utf8), value: value,
             headers: [KafkaHeader(kindHeader, Kind.image.rawValue)])

@@ -76,18 +76,20 @@ public enum ChangelogRecords {
         if image.first == UInt8(ascii: "{") {
             return legacyJSONState(userId: userId, stateJSON: image, inputOffset: inputOffset, topic: topic, partition: partition)
         }
-        var envelope = Fleet_State_ChangelogState()
-        envelope.format = envelopeFormat
-        envelope.inputOffset = inputOffset
-        envelope.state = Data(image)
+        // `Fleet_State_ChangelogState`, written directly (`ProtobufWireWriter`): a copy of the
+        // image into the message and back out of it cost as much as the envelope's fields.
+        var envelope = ProtobufWireWriter(capacity: image.count + 32)
+        envelope.uint32(1, envelopeFormat)
+        envelope.int64(2, inputOffset)
+        envelope.bytesField(3, image)
         if case .recorded(let due) = wakeUp {
             // Fields older readers skip as unknown: the envelope's format stays 1, so a build
             // before lazy restore still restores these records during a rolling upgrade.
-            envelope.wakeUpRecorded = true
-            if let due { envelope.nextWakeUp = due.millisecondsSinceEpoch }
+            envelope.optionalInt64(4, due?.millisecondsSinceEpoch)
+            envelope.bool(5, true)
         }
         return ProducerRecord(
-            topic: topic, partition: partition, key: Array(userId.utf8), value: serialized(envelope),
+            topic: topic, partition: partition, key: Array(userId.utf8), value: envelope.bytes,
             headers: [KafkaHeader(kindHeader, Kind.state.rawValue)])
     }
 
