@@ -35,7 +35,7 @@ struct CanonicalJSONValueEncoder: Encoder {
     /// An encoder writing into a throw-away session, for a container `JSONEncoder` would merge
     /// or refuse; the run is redone by `JSONEncoder`.
     static func detached(_ session: CanonicalJSONSession) -> CanonicalJSONValueEncoder {
-        let scrap = CanonicalJSONSession(bytes: [])
+        let scrap = CanonicalJSONSession(capacity: 16)
         scrap.needsFoundation = true
         scrap.pushFrame(.none)
         return CanonicalJSONValueEncoder(session: scrap, depth: 0)

@@ -38,26 +38,16 @@ public enum CanonicalJSONEncoder {
     /// Appends the canonical JSON bytes of `value` to `buffer`, so a caller encoding many values
     /// can keep one buffer's capacity. On error `buffer` is left as it was.
     public static func encode<T: Encodable>(_ value: T, appendingTo buffer: inout [UInt8]) throws {
-        let session = CanonicalJSONSession(bytes: buffer)
-        buffer = []
-        let start = session.bytes.count
+        let session = CanonicalJSONSession()
         do {
             try session.encodeTopLevel(value)
             if !session.needsFoundation {
-                buffer = session.takeBytes()
+                session.bytes.withUnsafeBufferPointer { buffer.append(contentsOf: $0) }
                 return
             }
         } catch is CanonicalJSONSession.NeedsFoundation {
             // Encoded below by `JSONEncoder`.
-        } catch {
-            var restored = session.takeBytes()
-            restored.removeSubrange(start...)
-            buffer = restored
-            throw error
         }
-        var restored = session.takeBytes()
-        restored.removeSubrange(start...)
-        buffer = restored
         buffer.append(contentsOf: try foundationEncode(value))
     }
 

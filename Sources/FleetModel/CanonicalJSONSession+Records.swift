@@ -120,6 +120,7 @@ extension CanonicalJSONSession {
         }
 
         /// `key` is plain ASCII, needing no escape.
+        @inline(__always)
         mutating func member(_ key: StaticString, _ value: (CanonicalJSONSession) throws -> Void) rethrows {
             if !first { session.bytes.append(.comma) }
             first = false

@@ -52,7 +52,7 @@ extension CanonicalJSONSession {
                     case 0x0D: bytes.append(UInt8(ascii: "r"))
                     case 0x09: bytes.append(UInt8(ascii: "t"))
                     default:
-                        bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                        bytes.append("u00")
                         bytes.append(Self.hexDigit(byte >> 4))
                         bytes.append(Self.hexDigit(byte & 0xF))
                     }
@@ -129,15 +129,11 @@ extension CanonicalJSONSession {
     }
 
     func writeBool(_ value: Bool) {
-        if value {
-            bytes.append(contentsOf: [UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "u"), UInt8(ascii: "e")])
-        } else {
-            bytes.append(contentsOf: [UInt8(ascii: "f"), UInt8(ascii: "a"), UInt8(ascii: "l"), UInt8(ascii: "s"), UInt8(ascii: "e")])
-        }
+        bytes.append(value ? "true" : "false")
     }
 
     func writeNull() {
-        bytes.append(contentsOf: [UInt8(ascii: "n"), UInt8(ascii: "u"), UInt8(ascii: "l"), UInt8(ascii: "l")])
+        bytes.append("null")
     }
 
     /// Writes values whose bytes are known without asking them to encode themselves; false for

@@ -65,7 +65,7 @@ final class CanonicalJSONSession {
         var isSuper: Bool
     }
 
-    @exclusivity(unchecked) var bytes: [UInt8]
+    @exclusivity(unchecked) var bytes: JSONOutputBuffer
     @exclusivity(unchecked) var frames: [Frame] = []
     @exclusivity(unchecked) var entries: [Entry] = []
     @exclusivity(unchecked) var children: [CanonicalJSONSession] = []
@@ -78,16 +78,10 @@ final class CanonicalJSONSession {
     /// The coding path to this session's root (child sessions).
     let basePath: [any CodingKey]
 
-    init(bytes: [UInt8], basePath: [any CodingKey] = []) {
-        self.bytes = bytes
+    /// `capacity`: room for a typical value, so that most never grow the buffer.
+    init(capacity: Int = 512, basePath: [any CodingKey] = []) {
+        self.bytes = JSONOutputBuffer(capacity: capacity)
         self.basePath = basePath
-        self.bytes.reserveCapacity(bytes.count + 256)
-    }
-
-    func takeBytes() -> [UInt8] {
-        let result = bytes
-        bytes = []
-        return result
     }
 
     // MARK: Frames
@@ -110,7 +104,7 @@ final class CanonicalJSONSession {
         if try writeDirect(value) { return }
         pushFrame(path)
         try value.encode(to: CanonicalJSONValueEncoder(session: self, depth: frames.count - 1))
-        if frames[frames.count - 1].kind == .empty { bytes.append(contentsOf: [.openBrace, .closeBrace]) }
+        if frames[frames.count - 1].kind == .empty { bytes.append("{}") }
         try closeFrame()
     }
 
@@ -252,8 +246,8 @@ final class CanonicalJSONSession {
         let contentStart = frame.start + 1
         let contentEnd = bytes.count
         scratch.removeAll(keepingCapacity: true)
-        scratch.append(contentsOf: bytes[contentStart..<contentEnd])
-        bytes.removeSubrange(contentStart...)
+        bytes.withUnsafeBufferPointer { scratch.append(contentsOf: UnsafeBufferPointer(rebasing: $0[contentStart..<contentEnd])) }
+        bytes.removeSuffix(from: contentStart)
         for (position, index) in kept.enumerated() {
             if position > 0 { bytes.append(.comma) }
             let entry = entries[index]
@@ -267,8 +261,8 @@ final class CanonicalJSONSession {
         let contentStart = frame.start + 1
         let contentEnd = bytes.count
         scratch.removeAll(keepingCapacity: true)
-        scratch.append(contentsOf: bytes[contentStart..<contentEnd])
-        bytes.removeSubrange(contentStart...)
+        bytes.withUnsafeBufferPointer { scratch.append(contentsOf: UnsafeBufferPointer(rebasing: $0[contentStart..<contentEnd])) }
+        bytes.removeSuffix(from: contentStart)
         var copied = contentStart
         for i in frame.firstEntry..<entries.count {
             let entry = entries[i]
@@ -283,14 +277,14 @@ final class CanonicalJSONSession {
         let child = children[index]
         try child.finishAsChild()
         if child.needsFoundation { throw NeedsFoundation() }
-        bytes.append(contentsOf: child.bytes)
+        child.bytes.withUnsafeBufferPointer { bytes.append(contentsOf: $0) }
     }
 
     /// Closes a child session's root (a nested container's object or array, or a super
     /// encoder's value; `{}` when nothing was encoded, as `JSONEncoder` writes it).
     func finishAsChild() throws {
         guard frames.count == 1 else { throw NeedsFoundation() }
-        if frames[0].kind == .empty { bytes.append(contentsOf: [.openBrace, .closeBrace]) }
+        if frames[0].kind == .empty { bytes.append("{}") }
         try closeFrame()
     }
 
@@ -353,7 +347,7 @@ final class CanonicalJSONSession {
     /// A child session for a container that may be written out of order, noted as the value
     /// of the member or element just begun.
     func makeChild(root kind: Kind, path: [any CodingKey]) -> CanonicalJSONSession {
-        let child = CanonicalJSONSession(bytes: [], basePath: path)
+        let child = CanonicalJSONSession(capacity: 64, basePath: path)
         child.pushFrame(.none)
         if kind != .empty { _ = child.open(kind, depth: 0) }
         children.append(child)
@@ -368,12 +362,12 @@ final class CanonicalJSONSession {
         guard entries.count > first else { return nil }
         let mark = bytes.count
         _ = writeString(key)
-        let written = Array(bytes[mark...])
-        bytes.removeSubrange(mark...)
+        let written = bytes.array(mark..<bytes.count)
+        bytes.removeSuffix(from: mark)
         var found: CanonicalJSONSession?
         for i in first..<entries.count {
             let entry = entries[i]
-            guard entry.keyEnd - entry.start == written.count, Array(bytes[entry.start..<entry.keyEnd]) == written else { continue }
+            guard entry.keyEnd - entry.start == written.count, bytes.array(entry.start..<entry.keyEnd) == written else { continue }
             if entry.child >= 0 && !entry.isSuper { found = children[Int(entry.child)] } else { throw NeedsFoundation() }
         }
         return found
