@@ -159,7 +159,10 @@ public enum RecordCodec {
     /// unknown, or the type does not belong on `topic`.
     public static func decode(_ bytes: some Collection<UInt8>, topic: String) throws(RecordError) -> FleetRecord {
         let record = try decode(bytes)
-        if let allowed = Topics.allowedTypes[Topics.generationBase(of: topic).base], !allowed.contains(record.type) {
+        // A first generation's topic is its base name: looked up as it is before parsing a
+        // generation suffix (no base name ends in one), a twentieth of decoding an intent.
+        if let allowed = Topics.allowedTypes[topic] ?? Topics.allowedTypes[Topics.generationBase(of: topic).base],
+           !allowed.contains(record.type) {
             throw RecordError("type '\(record.type)' does not belong on topic '\(topic)'")
         }
         return record
