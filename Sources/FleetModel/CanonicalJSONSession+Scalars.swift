@@ -14,55 +14,63 @@ extension CanonicalJSONSession {
     /// Strings are most of an output's bytes and almost never need an escape, so the text is
     /// scanned eight bytes at a time (`needsEscape`) and copied in runs; only a word that
     /// holds a byte to escape is looked at byte by byte.
+    ///
+    /// A native string's bytes are read where they lie (`withContiguousStorageIfAvailable`):
+    /// `withUTF8` is mutating, and the copy it needed was a retain and a release, atomic on
+    /// every core, for each of the million strings of `FoldProfile`'s outputs.
     @discardableResult
     func writeString(_ string: String) -> UInt8 {
-        var string = string
-        return string.withUTF8 { utf8 in
-            bytes.append(.quote)
-            var flags: UInt8 = 0
-            var mark = 0
-            var any: UInt64 = 0
-            var i = 0
-            let count = utf8.count
-            let raw = UnsafeRawBufferPointer(utf8)
-            while i < count {
-                if i &+ 8 <= count {
-                    let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    any |= word
-                    if !Self.needsEscape(word) {
-                        i &+= 8
-                        continue
-                    }
-                }
-                let end = Swift.min(i &+ 8, count)
-                while i < end {
-                    let byte = utf8[i]
-                    any |= UInt64(byte)
-                    i &+= 1
-                    guard byte < 0x20 || byte == .quote || byte == .backslash else { continue }
-                    flags = Self.escapedFlag
-                    if mark < i &- 1 { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[mark..<(i &- 1)])) }
-                    mark = i
-                    bytes.append(.backslash)
-                    switch byte {
-                    case .quote, .backslash: bytes.append(byte)
-                    case 0x08: bytes.append(UInt8(ascii: "b"))
-                    case 0x0C: bytes.append(UInt8(ascii: "f"))
-                    case 0x0A: bytes.append(UInt8(ascii: "n"))
-                    case 0x0D: bytes.append(UInt8(ascii: "r"))
-                    case 0x09: bytes.append(UInt8(ascii: "t"))
-                    default:
-                        bytes.append("u00")
-                        bytes.append(Self.hexDigit(byte >> 4))
-                        bytes.append(Self.hexDigit(byte & 0xF))
-                    }
+        if let flags = string.utf8.withContiguousStorageIfAvailable({ writeString(utf8: $0) }) { return flags }
+        var contiguous = string
+        return contiguous.withUTF8 { writeString(utf8: $0) }
+    }
+
+    @inline(__always)
+    private func writeString(utf8: UnsafeBufferPointer<UInt8>) -> UInt8 {
+        bytes.append(.quote)
+        var flags: UInt8 = 0
+        var mark = 0
+        var any: UInt64 = 0
+        var i = 0
+        let count = utf8.count
+        let raw = UnsafeRawBufferPointer(utf8)
+        while i < count {
+            if i &+ 8 <= count {
+                let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                any |= word
+                if !Self.needsEscape(word) {
+                    i &+= 8
+                    continue
                 }
             }
-            if mark < count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[mark...])) }
-            bytes.append(.quote)
-            if any & 0x8080_8080_8080_8080 != 0 { flags |= Self.nonASCIIFlag }
-            return flags
+            let end = Swift.min(i &+ 8, count)
+            while i < end {
+                let byte = utf8[i]
+                any |= UInt64(byte)
+                i &+= 1
+                guard byte < 0x20 || byte == .quote || byte == .backslash else { continue }
+                flags = Self.escapedFlag
+                if mark < i &- 1 { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[mark..<(i &- 1)])) }
+                mark = i
+                bytes.append(.backslash)
+                switch byte {
+                case .quote, .backslash: bytes.append(byte)
+                case 0x08: bytes.append(UInt8(ascii: "b"))
+                case 0x0C: bytes.append(UInt8(ascii: "f"))
+                case 0x0A: bytes.append(UInt8(ascii: "n"))
+                case 0x0D: bytes.append(UInt8(ascii: "r"))
+                case 0x09: bytes.append(UInt8(ascii: "t"))
+                default:
+                    bytes.append("u00")
+                    bytes.append(Self.hexDigit(byte >> 4))
+                    bytes.append(Self.hexDigit(byte & 0xF))
+                }
+            }
         }
+        if mark < count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[mark...])) }
+        bytes.append(.quote)
+        if any & 0x8080_8080_8080_8080 != 0 { flags |= Self.nonASCIIFlag }
+        return flags
     }
 
     /// Whether one of the eight bytes of `word` is below 0x20, `"` or `\` (the bytes a JSON

@@ -166,11 +166,18 @@ public struct ProtobufWireWriter {
 
     // MARK: Wire primitives
 
+    /// A native string's bytes are read where they lie: `withUTF8` is mutating, and the copy it
+    /// needs costs a retain and a release.
     @inlinable
     mutating func stringField(_ field: UInt32, _ value: String) {
         tag(field, wireType: 2)
-        var value = value
-        value.withUTF8 { utf8 in
+        let written: Void? = value.utf8.withContiguousStorageIfAvailable { utf8 in
+            varint(UInt64(utf8.count))
+            buffer.append(contentsOf: utf8)
+        }
+        guard written == nil else { return }
+        var contiguous = value
+        contiguous.withUTF8 { utf8 in
             varint(UInt64(utf8.count))
             buffer.append(contentsOf: utf8)
         }
