@@ -2,9 +2,10 @@
 ///
 /// Why not `[UInt8]`: an output record is written a byte or a short run at a time (a quote, a
 /// key, a string, a comma), and every `Array.append` on the session's array paid a uniqueness
-/// check (a runtime call) and the generic `append(contentsOf:)` path, a fifth of encoding a
-/// decision (`Benchmarks/README.md`, "The JSON writer's buffer"). Here an append is a capacity
-/// check and a store. Noncopyable, so the buffer has exactly one owner and is freed once.
+/// check (a runtime call) and the generic `append(contentsOf:)` path. Here an append is a
+/// capacity check and a store: with the record writers' members inlined again, `FoldProfile`'s
+/// output encoding went from 647M to 517M instructions (`Benchmarks/README.md`, "Runtime, ninth
+/// round"). Noncopyable, so the buffer has exactly one owner and is freed once.
 struct JSONOutputBuffer: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     private(set) var count = 0
