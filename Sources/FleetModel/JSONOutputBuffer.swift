@@ -34,11 +34,6 @@ struct JSONOutputBuffer: ~Copyable {
         count &+= n
     }
 
-    @inline(__always)
-    mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
-        append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
-    }
-
     /// Literal text (`true`, `null`, `{}`).
     @inline(__always)
     mutating func append(_ literal: StaticString) {

@@ -54,12 +54,6 @@ public struct ProtobufWireWriter {
         if value != 0 { varintField(field, Self.zigzag(value)) }
     }
 
-    /// A `sint32` field (zigzag).
-    @inlinable
-    public mutating func sint32(_ field: UInt32, _ value: Int32) {
-        if value != 0 { varintField(field, UInt64(UInt32(bitPattern: (value << 1) ^ (value >> 31)))) }
-    }
-
     @inlinable
     public mutating func bool(_ field: UInt32, _ value: Bool) {
         if value { varintField(field, 1) }
@@ -81,8 +75,7 @@ public struct ProtobufWireWriter {
     public mutating func bytesField(_ field: UInt32, _ value: [UInt8]) {
         guard !value.isEmpty else { return }
         tag(field, wireType: 2)
-        varint(UInt64(value.count))
-        buffer.append(contentsOf: value)
+        value.withUnsafeBufferPointer { lengthPrefixed($0) }
     }
 
     // MARK: Fields with presence (`optional`: written whenever set)
@@ -147,15 +140,9 @@ public struct ProtobufWireWriter {
             buffer[lengthAt] = UInt8(truncatingIfNeeded: length)
             return
         }
-        var prefix: [UInt8] = []
-        var rest = UInt64(length)
-        while rest >= 0x80 {
-            prefix.append(UInt8(truncatingIfNeeded: rest) | 0x80)
-            rest >>= 7
-        }
-        prefix.append(UInt8(truncatingIfNeeded: rest))
-        buffer[lengthAt] = prefix[0]
-        buffer.insert(contentsOf: prefix[1...], at: lengthAt + 1)
+        var prefix = ProtobufWireWriter(capacity: 10)
+        prefix.varint(UInt64(length))
+        buffer.replaceSubrange(lengthAt...lengthAt, with: prefix.buffer)
     }
 
     /// Raw payload bytes inside `delimited`.
@@ -171,16 +158,16 @@ public struct ProtobufWireWriter {
     @inlinable
     mutating func stringField(_ field: UInt32, _ value: String) {
         tag(field, wireType: 2)
-        let written: Void? = value.utf8.withContiguousStorageIfAvailable { utf8 in
-            varint(UInt64(utf8.count))
-            buffer.append(contentsOf: utf8)
-        }
-        guard written == nil else { return }
+        if value.utf8.withContiguousStorageIfAvailable({ lengthPrefixed($0) }) != nil { return }
         var contiguous = value
-        contiguous.withUTF8 { utf8 in
-            varint(UInt64(utf8.count))
-            buffer.append(contentsOf: utf8)
-        }
+        contiguous.withUTF8 { lengthPrefixed($0) }
+    }
+
+    /// A length-delimited payload: its length, then its bytes.
+    @inlinable
+    mutating func lengthPrefixed(_ payload: UnsafeBufferPointer<UInt8>) {
+        varint(UInt64(payload.count))
+        buffer.append(contentsOf: payload)
     }
 
     @inlinable
@@ -195,7 +182,7 @@ public struct ProtobufWireWriter {
     }
 
     @inlinable
-    public mutating func varint(_ value: UInt64) {
+    mutating func varint(_ value: UInt64) {
         var rest = value
         while rest >= 0x80 {
             buffer.append(UInt8(truncatingIfNeeded: rest) | 0x80)
