@@ -64,24 +64,14 @@ extension DeliveryState: BinaryStateImage {
                 m.sint64(4, Int64(c.count))
             }
         }
-        for entry in lifetime.sorted(by: { $0.key < $1.key }) {
-            w.delimited(21) { m in
-                m.string(1, entry.key)
-                m.sint64(2, Int64(entry.value))
-            }
-        }
+        Self.writeNamed(lifetime, as: 21, into: &w) { Int64($0) }
         for d in dismissals {
             w.delimited(22) { m in
                 m.string(1, d.category)
                 m.sint64(2, d.at.millisecondsSinceEpoch)
             }
         }
-        for entry in cooldownUntil.sorted(by: { $0.key < $1.key }) {
-            w.delimited(23) { m in
-                m.string(1, entry.key)
-                m.sint64(2, entry.value.millisecondsSinceEpoch)
-            }
-        }
+        Self.writeNamed(cooldownUntil, as: 23, into: &w) { $0.millisecondsSinceEpoch }
         for candidate in pending { try Self.write(candidate, as: 24, into: &w) }
         w.optionalSInt64(25, lapseDueAt?.millisecondsSinceEpoch)
         if !memory.isEmpty { w.delimited(26) { memory.writePacked(into: &$0) } }
@@ -179,6 +169,19 @@ extension DeliveryState: BinaryStateImage {
 
     // MARK: Parts
 
+    /// A dictionary as `NamedCount` or `NamedTime` entries (name 1, value 2), sorted by name:
+    /// the schema has no `map` fields, so one state always gives one image.
+    private static func writeNamed<Value>(
+        _ entries: [String: Value], as field: UInt32, into w: inout ProtobufWireWriter, _ number: (Value) -> Int64
+    ) {
+        for entry in entries.sorted(by: { $0.key < $1.key }) {
+            w.delimited(field) { m in
+                m.string(1, entry.key)
+                m.sint64(2, number(entry.value))
+            }
+        }
+    }
+
     private static func write(_ lapse: LapseState, as field: UInt32, into w: inout ProtobufWireWriter) {
         w.delimited(field) { m in
             m.uint32(1, UInt32(lapse.fired))
@@ -235,12 +238,7 @@ extension DeliveryState: BinaryStateImage {
             m.sint64(1, Int64(day.day))
             m.sint64(2, Int64(day.delivered))
             m.sint64(3, Int64(day.candidates))
-            for entry in day.byType.sorted(by: { $0.key < $1.key }) {
-                m.delimited(4) { e in
-                    e.string(1, entry.key)
-                    e.sint64(2, Int64(entry.value))
-                }
-            }
+            writeNamed(day.byType, as: 4, into: &m) { Int64($0) }
             m.packedSInt64(5, day.dayOne)
             m.repeatedString(6, day.heldBack)
         }
