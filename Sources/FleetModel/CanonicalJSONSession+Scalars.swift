@@ -234,7 +234,7 @@ extension CanonicalJSONSession {
                 var order = buffer
                 _ = order.initialize(from: members.indices)
                 defer { _ = order.deinitialize() }
-                order.sort { members.keys[$0].utf8.lexicographicallyPrecedes(members.keys[$1].utf8) }
+                order.sort { Self.utf8Precedes(members.keys[$0], members.keys[$1]) }
                 for position in order.indices {
                     if position > 0 { bytes.append(.comma) }
                     writeString(members.keys[order[position]])
@@ -244,5 +244,22 @@ extension CanonicalJSONSession {
             }
         }
         bytes.append(.closeBrace)
+    }
+
+    /// `a.utf8.lexicographicallyPrecedes(b.utf8)`, by `memcmp` of the two strings' bytes where
+    /// they are contiguous (native strings, small ones included): the generic comparison went
+    /// a code unit at a time through `UTF8View`'s iterator.
+    static func utf8Precedes(_ a: String, _ b: String) -> Bool {
+        let result = a.utf8.withContiguousStorageIfAvailable { a in
+            b.utf8.withContiguousStorageIfAvailable { b in
+                let common = Swift.min(a.count, b.count)
+                if common > 0, let left = a.baseAddress, let right = b.baseAddress {
+                    let order = memcmp(left, right, common)
+                    if order != 0 { return order < 0 }
+                }
+                return a.count < b.count
+            }
+        }
+        return (result ?? nil) ?? a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 }

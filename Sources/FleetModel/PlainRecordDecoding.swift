@@ -281,9 +281,12 @@ enum PlainRecordDecoding {
 
         private mutating func plainObject(depth: Int) -> JSONObject? {
             guard take(UInt8(ascii: "{")) else { return nil }
-            var object: JSONObject = [:]
             skipWhitespace()
-            if take(UInt8(ascii: "}")) { return object }
+            if take(UInt8(ascii: "}")) { return [:] }
+            // Room for three members at once: the data of most intents has one to three, and
+            // growing from empty rehashed twice on the way (`Benchmarks/README.md`, "Runtime,
+            // tenth round").
+            var object = JSONObject(minimumCapacity: 3)
             repeat {
                 skipWhitespace()
                 guard let key = plainString(), object.count < RecordLimits.freeFormMembers else { return nil }
@@ -327,6 +330,7 @@ enum PlainRecordDecoding {
             var elements: [JSONValue] = []
             skipWhitespace()
             if take(UInt8(ascii: "]")) { return .array(elements) }
+            elements.reserveCapacity(4)
             repeat {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] != UInt8(ascii: "{"), bytes[index] != UInt8(ascii: "["),

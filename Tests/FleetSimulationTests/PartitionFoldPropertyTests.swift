@@ -25,7 +25,7 @@ struct FoldOp: Sendable, CustomStringConvertible {
         let opKind: Kind = switch kind {
         case 0...4: .record(user: name, command: "in:\(delay)")
         case 5: .record(user: name, command: "repeat:\(max(delay, 60))")
-        case 6: .record(user: name, command: "reject")
+        case 6: .record(user: name, command: delay % 3 == 0 ? "clear" : "reject")
         case 7: .tick
         default: .advance
         }
@@ -107,6 +107,19 @@ struct FoldScript {
             }
             // Nothing due is left behind: the next wake-up is after the log time.
             if let next = script.fold.nextWakeUp, let now = script.fold.logTime { #expect(next > now) }
+        }
+    }
+
+    /// The schedule skips a lookup when a step changed another user than the one on top of its
+    /// heap (`TimerSchedule.dropStaleTop(changed:)`); a stale top left behind would show here.
+    @Test func theNextWakeUpIsAlwaysTheEarliestOfTheStoredStates() async {
+        await propertyCheck(count: 1000, input: FoldOp.scripts) { ops in
+            var script = FoldScript()
+            for op in ops {
+                script.run(op)
+                let live = script.fold.states.values.compactMap { script.fold.processor.nextWakeUp($0) }.min()
+                #expect(script.fold.nextWakeUp == live, "after \(op)")
+            }
         }
     }
 

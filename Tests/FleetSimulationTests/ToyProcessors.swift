@@ -27,8 +27,8 @@ struct CounterProcessor: UserProcessor {
 }
 
 /// Keeps a sorted list of alarms per user. `in:<seconds>` sets an alarm that many seconds after
-/// the record's time; `reject` mutates the state and then throws. A fired alarm emits an event
-/// naming its due time; `repeat:<seconds>` alarms re-arm themselves.
+/// the record's time; `clear` drops every alarm; `reject` mutates the state and then throws. A
+/// fired alarm emits an event naming its due time; `repeat:<seconds>` alarms re-arm themselves.
 struct AlarmProcessor: UserProcessor {
     struct Alarm: Codable, Hashable, Sendable, Comparable {
         var due: Timestamp
@@ -53,6 +53,9 @@ struct AlarmProcessor: UserProcessor {
             state.alarms.removeAll()
             state.fired = -1
             throw RecordError("alarm command 'reject' refused")
+        case "clear":
+            state.alarms.removeAll()
+            return
         case "in":
             guard parts.count == 2, let seconds = Int64(parts[1]) else { throw RecordError("bad alarm command") }
             state.alarms.append(Alarm(due: context.now + .seconds(seconds), every: nil))
