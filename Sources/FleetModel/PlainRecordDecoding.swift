@@ -37,6 +37,13 @@ enum PlainRecordDecoding {
         Scanner.isPlain(word)
     }
 
+    /// The place of the first byte of `word` that `plainString` does not take, bytes in memory
+    /// order; nil if it takes all eight (see `Scanner.stops`).
+    static func firstStop(in word: UInt64) -> Int? {
+        let stops = Scanner.stops(UInt64(littleEndian: word))
+        return stops == 0 ? nil : stops.trailingZeroBitCount / 8
+    }
+
     /// A member's value, as far as the plain case goes.
     private enum Value {
         case string(UnsafeBufferPointer<UInt8>)
@@ -386,11 +393,21 @@ enum PlainRecordDecoding {
         private mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             let start = index
-            // Eight bytes at a time while they are all plain (most of an id or a name), then byte
-            // by byte from the word that holds the closing quote or anything else.
+            // Eight bytes at a time: past a word of plain bytes (most of an id or a name), or
+            // straight to the first byte of a word that is not plain, which must be the closing
+            // quote. Byte by byte only in the last seven bytes of the record.
             let raw = UnsafeRawBufferPointer(bytes)
-            while index &+ 8 <= bytes.count, Self.isPlain(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
-                index &+= 8
+            while index &+ 8 <= bytes.count {
+                let stops = Self.stops(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)))
+                if stops == 0 {
+                    index &+= 8
+                    continue
+                }
+                index &+= stops.trailingZeroBitCount &>> 3
+                guard bytes[index] == UInt8(ascii: "\""), index - start <= RecordLimits.shortestString else { return nil }
+                let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                return text
             }
             while index < bytes.count {
                 let byte = bytes[index]
@@ -462,9 +479,21 @@ enum PlainRecordDecoding {
         /// bytes `plainString` takes. Exact, as `CanonicalJSONSession.needsEscape` is (which
         /// finds the bytes below 0x20, `"` and `\`); DEL and bytes from 0x80 are tested apart.
         @inline(__always)
-        static func isPlain(_ word: UInt64) -> Bool {
-            word & CanonicalJSONSession.wordHighBits == 0 && !CanonicalJSONSession.contains(0x7F, in: word)
-                && !CanonicalJSONSession.needsEscape(word)
+        static func isPlain(_ word: UInt64) -> Bool { stops(word) == 0 }
+
+        /// The high bit of each byte of `word` (read little-endian: the first byte lowest) that
+        /// `plainString` does not take, with any set bit also set above such a byte (a borrow).
+        /// So the lowest bit set, if any, is exactly the first byte not taken: each test below
+        /// is the zero-byte test, whose borrow only runs on upwards from a byte that matches.
+        @inline(__always)
+        static func stops(_ word: UInt64) -> UInt64 {
+            let ones = CanonicalJSONSession.wordOnes, high = CanonicalJSONSession.wordHighBits
+            @inline(__always) func equal(_ byte: UInt8) -> UInt64 {
+                let difference = word ^ (ones &* UInt64(byte))
+                return (difference &- ones) & ~difference & high
+            }
+            let control = (word &- ones &* 0x20) & ~word & high
+            return (word & high) | control | equal(UInt8(ascii: "\"")) | equal(UInt8(ascii: "\\")) | equal(0x7F)
         }
 
         /// Printable ASCII only (`plainString`), so no validation is needed.

@@ -268,6 +268,35 @@ extension PlainRecordDecodingTests {
         #expect(mismatches == 0)
     }
 
+    @Test("firstStop: the first byte not plain, for every byte value alone or paired with another, at every place in a word")
+    func firstStopIsExact() {
+        func plain(_ byte: UInt8) -> Bool { byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") }
+        let isPlain = (0...255).map { plain(UInt8($0)) }
+        var mismatches = 0
+        for filler: UInt8 in [0x61, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7E, 0x7F, 0x80, 0xFF] {
+            for first in UInt8.min...UInt8.max {
+                for second in UInt8.min...UInt8.max
+                where second == 0x61 || second < 0x24 || second == 0x5C || second > 0x7D || first < 0x24 {
+                    for a in 0..<8 {
+                        for b in 0..<8 where b != a {
+                            // Byte i at bits 8i: memory order once read as little-endian.
+                            var word = UInt64(filler) &* 0x0101_0101_0101_0101
+                            word = word & ~(0xFF << (8 * a)) | UInt64(first) << (8 * a)
+                            word = word & ~(0xFF << (8 * b)) | UInt64(second) << (8 * b)
+                            var expected: Int?
+                            for place in 0..<8 where !isPlain[Int(word >> (8 * place) & 0xFF)] {
+                                expected = place
+                                break
+                            }
+                            if PlainRecordDecoding.firstStop(in: UInt64(littleEndian: word)) != expected { mismatches += 1 }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(mismatches == 0)
+    }
+
     @Test("data at a size limit's edge is read from the bytes; one past it is left to the tree, which refuses what it must")
     func dataAtTheLimitsEdges() {
         func members(_ count: Int) -> String {
