@@ -35,6 +35,22 @@ public enum CanonicalJSONEncoder {
         return bytes
     }
 
+    /// The canonical JSON bytes of `record`: the same bytes as the generic `encode(_:)`.
+    ///
+    /// Why an overload: the generic path reaches the record writers through a cast of its
+    /// generic value, which copies the record (a retain and a release per string and collection
+    /// it holds) for every output of every step; here the record is passed on as it is.
+    public static func encode(_ record: FleetRecord) throws -> [UInt8] {
+        let session = CanonicalJSONSession()
+        do {
+            if try !session.writeRecordDirectly(record) { try session.encodeTopLevel(record) }
+            if !session.needsFoundation { return session.bytes.withUnsafeBufferPointer { Array($0) } }
+        } catch is CanonicalJSONSession.NeedsFoundation {
+            // Encoded below by `JSONEncoder`.
+        }
+        return try foundationEncode(record)
+    }
+
     /// Appends the canonical JSON bytes of `value` to `buffer`, so a caller encoding many values
     /// can keep one buffer's capacity. On error `buffer` is left as it was.
     public static func encode<T: Encodable>(_ value: T, appendingTo buffer: inout [UInt8]) throws {

@@ -202,7 +202,7 @@ public enum RecordCodec {
     }
 
     /// `record`, decoded, once it has its ids and its payload's own checks pass.
-    private static func validated(_ record: FleetRecord) throws(RecordError) -> FleetRecord {
+    private static func validated(_ record: consuming FleetRecord) throws(RecordError) -> FleetRecord {
         try requireNonEmpty(record.id, "id")
         if case .tick = record {} else { try requireNonEmpty(record.userId, "user_id") }
         try record.visitPayload(PayloadValidation())
