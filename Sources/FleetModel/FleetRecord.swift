@@ -161,11 +161,44 @@ public enum RecordCodec {
         let record = try decode(bytes)
         // A first generation's topic is its base name: looked up as it is before parsing a
         // generation suffix (no base name ends in one), a twentieth of decoding an intent.
-        if let allowed = Topics.allowedTypes[topic] ?? Topics.allowedTypes[Topics.generationBase(of: topic).base],
-           !allowed.contains(record.type) {
+        if let allowed = AllowedTypes.on(topic) ?? AllowedTypes.on(Topics.generationBase(of: topic).base),
+           !AllowedTypes.list(allowed, contains: record.type) {
             throw RecordError("type '\(record.type)' does not belong on topic '\(topic)'")
         }
         return record
+    }
+
+    /// `Topics.allowedTypes` as lists, searched by length and bytes.
+    ///
+    /// Why: hashing the topic's name and then the record's type (SipHash over each string's
+    /// bytes) cost some 800 instructions a record; a name of the right length is rare, so a
+    /// scan compares a few lengths and one run of bytes (`Benchmarks/README.md`, "Runtime,
+    /// tenth round").
+    private enum AllowedTypes {
+        static let table: [(topic: String, types: [String])] = Topics.allowedTypes
+            .map { (topic: $0.key, types: $0.value.sorted()) }.sorted { $0.topic < $1.topic }
+
+        static func on(_ topic: String) -> [String]? {
+            for entry in table where sameBytes(entry.topic, topic) { return entry.types }
+            return nil
+        }
+
+        static func list(_ types: [String], contains type: String) -> Bool {
+            types.contains { sameBytes($0, type) }
+        }
+
+        /// `a == b` for the strings here (ASCII names: equal exactly when their bytes are).
+        private static func sameBytes(_ a: String, _ b: String) -> Bool {
+            guard a.utf8.count == b.utf8.count else { return false }
+            let equal = a.utf8.withContiguousStorageIfAvailable { a in
+                b.utf8.withContiguousStorageIfAvailable { b in
+                    // Of the same length: without storage, both are empty.
+                    guard let left = a.baseAddress, let right = b.baseAddress else { return true }
+                    return memcmp(left, right, a.count) == 0
+                }
+            }
+            return (equal ?? nil) ?? (a == b)
+        }
     }
 
     /// Decodes and validates one record, whatever topic it came from.

@@ -12,6 +12,44 @@ struct RecordCodecTests {
         return nil
     }
 
+    /// The topic check reads `Topics.allowedTypes` through its own table (`RecordCodec`'s
+    /// `AllowedTypes`): every record type on every topic, a later generation of it and an
+    /// unknown topic gets the set's answer.
+    @Test("a record is accepted on a topic exactly when Topics.allowedTypes lists its type there")
+    func topicCheckFollowsAllowedTypes() {
+        var dice = Dice(seed: 19)
+        // A valid record of each kind (random fields may break a record's own checks; random
+        // section names always do, so a section item is written out).
+        var records: [(type: String, bytes: [UInt8])] = [(
+            "section.item",
+            RecordCodec.encode(.sectionItem(SectionItem(id: "s1", userId: "u1", section: "upcoming", itemId: "i1", item: [:], expiresAt: nil)))
+        )]
+        for kind in 0..<RecordGen.kinds {
+            for _ in 0..<200 {
+                let bytes = RecordCodec.encode(RecordGen.record(&dice, kind: kind))
+                if case .success(let record) = Result(catching: { () throws(RecordError) in try RecordCodec.decode(bytes) }) {
+                    records.append((record.type, bytes))
+                    break
+                }
+            }
+        }
+        // The sender's records are not generated here; `SenderRecordTests` checks their topics.
+        let senderTypes: Set = ["device.registered", "device.unregistered", "device.invalidated", "send.attempt", "send.result", "receipt"]
+        let listed = Topics.allowedTypes.values.reduce(into: Set<String>()) { $0.formUnion($1) }.subtracting(senderTypes)
+        #expect(Set(records.map(\.type)).isSuperset(of: listed), "no record of \(listed.subtracting(records.map(\.type)))")
+        let topics = Topics.allowedTypes.keys.flatMap { [$0, $0 + ".g2", $0 + ".g17"] } + ["elsewhere", "rin.delivery", ""]
+        for (type, bytes) in records {
+            for topic in topics {
+                let allowed = Topics.allowedTypes[Topics.generationBase(of: topic).base]?.contains(type) ?? true
+                switch Result(catching: { () throws(RecordError) in try RecordCodec.decode(bytes, topic: topic) }) {
+                case .success: #expect(allowed, "\(type) accepted on \(topic)")
+                case .failure(let error):
+                    #expect(!allowed && error.message == "type '\(type)' does not belong on topic '\(topic)'", "\(type) on \(topic): \(error.message)")
+                }
+            }
+        }
+    }
+
     @Test("an access request decodes, ignoring unknown fields")
     func decodesAccessRequest() throws {
         let json = #"{"v":1,"type":"access.requested","id":"a1","user_id":"u1","request_id":"r1","requester_name":"Dana","field":"phone number","extra":true}"#
