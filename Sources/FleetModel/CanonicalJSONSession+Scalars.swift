@@ -15,14 +15,12 @@ extension CanonicalJSONSession {
     /// scanned eight bytes at a time (`needsEscape`) and copied in runs; only a word that
     /// holds a byte to escape is looked at byte by byte.
     ///
-    /// A native string's bytes are read where they lie (`withContiguousStorageIfAvailable`):
-    /// `withUTF8` is mutating, and the copy it needed was a retain and a release, atomic on
-    /// every core, for each of the million strings of `FoldProfile`'s outputs.
+    /// A native string's bytes are read where they lie (`String.withUTF8Bytes`): `withUTF8` is
+    /// mutating, and the copy it needed was a retain and a release, atomic on every core, for
+    /// each of the million strings of `FoldProfile`'s outputs.
     @discardableResult
     func writeString(_ string: String) -> UInt8 {
-        if let flags = string.utf8.withContiguousStorageIfAvailable({ writeString(utf8: $0) }) { return flags }
-        var contiguous = string
-        return contiguous.withUTF8 { writeString(utf8: $0) }
+        string.withUTF8Bytes { writeString(utf8: $0) }
     }
 
     @inline(__always)
@@ -246,12 +244,14 @@ extension CanonicalJSONSession {
         bytes.append(.closeBrace)
     }
 
-    /// `a.utf8.lexicographicallyPrecedes(b.utf8)`, by `memcmp` of the two strings' bytes where
-    /// they are contiguous (native strings, small ones included): the generic comparison went
-    /// a code unit at a time through `UTF8View`'s iterator.
+    /// `a.utf8.lexicographicallyPrecedes(b.utf8)`, by `memcmp` of the two strings' bytes: the
+    /// generic comparison went a code unit at a time through `UTF8View`'s iterator. Not inlined:
+    /// inlined into the sort's comparator, it made the comparator larger and moved the keys'
+    /// lookup out of line (+16M instructions in `FoldProfile`).
+    @inline(never)
     static func utf8Precedes(_ a: String, _ b: String) -> Bool {
-        let result = a.utf8.withContiguousStorageIfAvailable { a in
-            b.utf8.withContiguousStorageIfAvailable { b in
+        a.withUTF8Bytes { a in
+            b.withUTF8Bytes { b in
                 let common = Swift.min(a.count, b.count)
                 if common > 0, let left = a.baseAddress, let right = b.baseAddress {
                     let order = memcmp(left, right, common)
@@ -260,6 +260,5 @@ extension CanonicalJSONSession {
                 return a.count < b.count
             }
         }
-        return (result ?? nil) ?? a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 }

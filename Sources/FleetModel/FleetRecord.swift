@@ -190,14 +190,13 @@ public enum RecordCodec {
         /// `a == b` for the strings here (ASCII names: equal exactly when their bytes are).
         private static func sameBytes(_ a: String, _ b: String) -> Bool {
             guard a.utf8.count == b.utf8.count else { return false }
-            let equal = a.utf8.withContiguousStorageIfAvailable { a in
-                b.utf8.withContiguousStorageIfAvailable { b in
+            return a.withUTF8Bytes { a in
+                b.withUTF8Bytes { b in
                     // Of the same length: without storage, both are empty.
                     guard let left = a.baseAddress, let right = b.baseAddress else { return true }
                     return memcmp(left, right, a.count) == 0
                 }
             }
-            return (equal ?? nil) ?? (a == b)
         }
     }
 

@@ -393,21 +393,15 @@ enum PlainRecordDecoding {
         private mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             let start = index
-            // Eight bytes at a time: past a word of plain bytes (most of an id or a name), or
-            // straight to the first byte of a word that is not plain, which must be the closing
-            // quote. Byte by byte only in the last seven bytes of the record.
+            // Eight bytes at a time: past a word of plain bytes (most of an id or a name; no bit
+            // set, so 64 trailing zeros, eight bytes), or straight to the first byte of a word
+            // that is not plain, which the loop below takes as the closing quote or refuses. Only
+            // the last seven bytes of the record are scanned byte by byte.
             let raw = UnsafeRawBufferPointer(bytes)
             while index &+ 8 <= bytes.count {
                 let stops = Self.stops(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)))
-                if stops == 0 {
-                    index &+= 8
-                    continue
-                }
                 index &+= stops.trailingZeroBitCount &>> 3
-                guard bytes[index] == UInt8(ascii: "\""), index - start <= RecordLimits.shortestString else { return nil }
-                let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
-                index += 1
-                return text
+                if stops != 0 { break }
             }
             while index < bytes.count {
                 let byte = bytes[index]

@@ -63,7 +63,7 @@ public struct OutputIDs: Hashable, Sendable {
     /// `stem:number`.
     private static func id(topic stem: String, partition number: Int64) -> String {
         let numberLength = decimalLength(number)
-        return withUTF8(of: stem) { stemBytes in
+        return stem.withUTF8Bytes { stemBytes in
             String(unsafeUninitializedCapacity: stemBytes.count + numberLength) { buffer in
                 let end = buffer.initialize(fromContentsOf: stemBytes)
                 return writeDecimal(number, length: numberLength, into: buffer, at: end)
@@ -79,7 +79,7 @@ public struct OutputIDs: Hashable, Sendable {
     /// Each number's length is counted once, before the string is made.
     static func id(topic: String, partition: Int64, offset: Int64, index: Int64) -> String {
         let lengths = (partition: decimalLength(partition), offset: decimalLength(offset), index: decimalLength(index))
-        return withUTF8(of: topic) { topicBytes in
+        return topic.withUTF8Bytes { topicBytes in
             let length = topicBytes.count + lengths.partition + lengths.offset + lengths.index
             return String(unsafeUninitializedCapacity: length) { buffer in
                 var end = buffer.initialize(fromContentsOf: topicBytes)
@@ -88,14 +88,6 @@ public struct OutputIDs: Hashable, Sendable {
                 return writeDecimal(index, length: lengths.index, into: buffer, at: end)
             }
         }
-    }
-
-    /// Calls `body` with `text`'s UTF-8 bytes in one buffer. Not `String.withUTF8`: that is
-    /// `mutating`, so every id copied its topic into a `var` first (a retain and a release).
-    private static func withUTF8<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
-        var copy = text
-        return copy.withUTF8(body)
     }
 
     /// The bytes `writeDecimal` writes for `value`: the ":", a sign, the digits.

@@ -44,7 +44,7 @@ struct CatalogIndex: Sendable {
     /// leaves this process (the table is rebuilt from the profile), and a collision only costs
     /// a probe: every candidate is compared by name.
     private static func home(of name: String, mask: Int) -> Int {
-        let hash = IdempotencyMemory.withUTF8(of: name) { bytes -> UInt64 in
+        let hash = name.withUTF8Bytes { bytes -> UInt64 in
             let raw = UnsafeRawBufferPointer(bytes)
             guard raw.count >= 8 else { return IdempotencyMemory.hash(bytes) }
             let head = raw.loadUnaligned(as: UInt64.self)

@@ -65,22 +65,11 @@ struct IdempotencyMemory: Hashable, Sendable {
 
     /// FNV-1a, 64 bit: stable across processes and platforms (unlike `Hasher`).
     ///
-    /// Reads the UTF-8 bytes as one contiguous buffer (`withUTF8(of:_:)`): the `utf8` view's
+    /// Reads the UTF-8 bytes as one contiguous buffer (`String.withUTF8Bytes`): the `utf8` view's
     /// iterator costs several times more per byte, and rendered bodies are hashed for every
     /// delivery (P-DUP-1). Same bytes, same hash.
     static func hash(_ text: String) -> UInt64 {
-        withUTF8(of: text) { hash($0) }
-    }
-
-    /// Calls `body` with `text`'s UTF-8 bytes in one buffer.
-    ///
-    /// Why not `String.withUTF8`: it is `mutating` (it may make a bridged string native), so
-    /// each call copied the string into a `var` first, a retain and a release per hash. Native
-    /// and small strings (all of Linux's) lend their bytes in place; anything else is copied.
-    static func withUTF8<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
-        var copy = text
-        return copy.withUTF8(body)
+        text.withUTF8Bytes { hash($0) }
     }
 
     /// FNV-1a, 64 bit, of `bytes` (as `hash(_:)` of the string they encode).
