@@ -3,12 +3,13 @@ import FleetWorkers
 import FleetService
 import Synchronization
 
-/// What tests follow of a runtime's reports: rebalance events and the last lag per partition;
-/// the other reports are not needed here.
+/// What tests follow of a runtime's reports: rebalance events, the last lag per partition and
+/// how many records of each topic were folded; the other reports are not needed here.
 final class TestObserver: RuntimeObserver {
     private struct Seen {
         var rebalances = 0
         var lags: [String: [Int: Int64]] = [:]
+        var recordsIn: [String: Int] = [:]
     }
 
     private let seen = Mutex(Seen())
@@ -18,10 +19,14 @@ final class TestObserver: RuntimeObserver {
     /// or cleared at a revocation).
     func lag(_ topic: String, partition: Int) -> Int64? { seen.withLock { $0.lags[topic]?[partition] } }
 
+    /// How many records of the logical topic the runtime has reported in (for a worker's own
+    /// log: folded, re-delivered copies not counted).
+    func recordsIn(_ topic: String) -> Int { seen.withLock { $0.recordsIn[topic, default: 0] } }
+
     func rebalance(kind: WorkerMetrics.RebalanceKind) { seen.withLock { $0.rebalances += 1 } }
     func setLag(topic: String, partition: Int, lag: Int64) { seen.withLock { $0.lags[topic, default: [:]][partition] = lag } }
     func clearLag(topic: String, partition: Int) { seen.withLock { $0.lags[topic]?[partition] = nil } }
-    func recordIn(topic: String, count: Int) {}
+    func recordIn(topic: String, count: Int) { seen.withLock { $0.recordsIn[topic, default: 0] += count } }
     func recordOut(topic: String, count: Int) {}
     func commitLatency(_ seconds: Double, guarantee: DeliveryGuarantee) {}
     func commit(result: WorkerMetrics.CommitResult) {}
