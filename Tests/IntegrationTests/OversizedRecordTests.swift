@@ -576,13 +576,23 @@ struct QuarantineTests {
         #expect(inbox.contains { $0.value.map { String(decoding: $0, as: UTF8.self).contains("small-open") } ?? false })
         #expect(!inbox.contains { $0.value.map { String(decoding: $0, as: UTF8.self).contains("big-open") } ?? false })
 
-        // Progress again: alive, ready, and the metrics tell what happened.
-        try await Task.sleep(for: .seconds(1))
+        // Progress again: alive, ready, and the metrics tell what happened. The outputs can be
+        // readable before the unit that wrote them has committed, and the commit is what clears
+        // the failure gauges: wait for it rather than for a moment.
+        let recovered = [
+            #"fleet_quarantined_inputs_total{worker="delivery-worker",topic="rin.app.activity"} 1"#,
+            #"fleet_unit_failures_consecutive{worker="delivery-worker"} 0"#,
+            #"fleet_failing_input_offset{worker="delivery-worker",topic="rin.app.activity",partition="0"} -1"#,
+        ]
+        let deadline = ContinuousClock.now + .seconds(30)
+        var exposition = registry.emitToString()
+        while ContinuousClock.now < deadline,
+              !(health.health == .alive && health.readiness.isReady && recovered.allSatisfy(exposition.contains)) {
+            try await Task.sleep(for: .milliseconds(100))
+            exposition = registry.emitToString()
+        }
         #expect(health.health == .alive && health.readiness.isReady)
-        let exposition = registry.emitToString()
-        #expect(exposition.contains(#"fleet_quarantined_inputs_total{worker="delivery-worker",topic="rin.app.activity"} 1"#))
-        #expect(exposition.contains(#"fleet_unit_failures_consecutive{worker="delivery-worker"} 0"#))
-        #expect(exposition.contains(#"fleet_failing_input_offset{worker="delivery-worker",topic="rin.app.activity",partition="0"} -1"#))
+        for line in recovered { #expect(exposition.contains(line), "\(line) not in the exposition") }
     }
 
     @Test("while units keep failing /readyz says why and, past FLEET_STALL_UNITS, /healthz fails; both recover once the input is quarantined")

@@ -29,7 +29,8 @@ struct RunbookCommandTests {
         let quietPartition = KeyPartitioner.partition(forKey: quietUser, partitions: 2)
         try #require(budgetPartition != quietPartition)
         let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), logger: .tests)
-        for (entries, partition) in [(ExplainScenario.budgetDay(), budgetPartition), (ExplainScenario.quietNight(), quietPartition)] {
+        let days = [(ExplainScenario.budgetDay(), budgetPartition), (ExplainScenario.quietNight(), quietPartition)]
+        for (entries, partition) in days {
             _ = try await producer.send(entries.map { entry in
                 ProducerRecord(
                     topic: fleet.namespace.physical(Topics.deliveryInbox), partition: partition,
@@ -38,8 +39,9 @@ struct RunbookCommandTests {
             })
         }
         #expect(try await fleet.records(Topics.decisions, count: 6, timeout: .seconds(60)).count == 6)
-        // The last unit's history lands with its outputs; give the commit a moment.
-        try await Task.sleep(for: .seconds(1))
+        // The last unit's history lands with its commit, which can come after its outputs are
+        // readable: wait for the worker to commit every input, not for a moment.
+        try await ReplayTests.awaitCommitted(fleet, records: days.map(\.0.count).reduce(0, +))
 
         // Explain: the suppressed chain, the deferred one, JSON for tools.
         let explained = try await fleetctl("explain", "--user", budgetUser)
