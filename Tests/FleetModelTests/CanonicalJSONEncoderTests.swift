@@ -149,6 +149,38 @@ struct CanonicalJSONEncoderTests {
         }
     }
 
+    @Test("object keys sharing prefixes of every length, with NUL, control and non-ASCII bytes, are written in the order of their UTF-8 bytes")
+    func objectKeysSortByBytes() async {
+        // Keys from a long common stem cut at every length around the eight-byte prefix, with
+        // pieces after it that differ at, before and after the eighth byte.
+        let stem = "abcdefghijkl"
+        let tails = ["", "\u{0}", "\u{0}\u{0}", "\u{1}", "a", "b", "é", "\u{7f}", "\u{80}", "日", "\"", "z"]
+        await propertyCheck(count: 1500, input: Gen.int(in: 0...Int(Int32.max))) { seed in
+            var dice = Dice(seed: seed)
+            var members: JSONObject = [:]
+            for _ in 0..<(2 + dice.below(11)) {
+                let key = String(stem.prefix(dice.below(stem.count + 1))) + dice.pick(tails) + (dice.chance(30) ? dice.pick(tails) : "")
+                members[key] = .int(Int64(dice.below(100)))
+            }
+            // The order the writer relies on: unequal prefixes are in the keys' byte order.
+            let keys = Array(members.keys)
+            for a in keys {
+                for b in keys where a != b {
+                    let (pa, pb) = (CanonicalJSONSession.sortPrefix(a), CanonicalJSONSession.sortPrefix(b))
+                    if pa != pb { #expect((pa < pb) == Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)), "\(a.debugDescription) \(b.debugDescription)") }
+                }
+            }
+            // And the bytes written: the members in that order, as JSONEncoder writes them.
+            let sorted = keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+            let written = (try? CanonicalJSONEncoder.encode(JSONValue.object(members))) ?? []
+            let expected = "{" + sorted.map { key in
+                String(decoding: (try? CanonicalJSONEncoder.encode(key)) ?? [], as: UTF8.self) + ":" + String(decoding: (try? CanonicalJSONEncoder.encode(members[key])) ?? [], as: UTF8.self)
+            }.joined(separator: ",") + "}"
+            #expect(String(decoding: written, as: UTF8.self) == expected, "\(sorted.map(\.debugDescription))")
+            expectSameBytes(members, "\(sorted.map(\.debugDescription))")
+        }
+    }
+
     @Test("needsEscape: every byte value, alone or paired with another, at every place in a word")
     func needsEscapeIsExact() {
         func escaped(_ byte: UInt8) -> Bool { byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") }
