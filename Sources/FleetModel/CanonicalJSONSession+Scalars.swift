@@ -72,21 +72,30 @@ extension CanonicalJSONSession {
     }
 
     /// Whether one of the eight bytes of `word` is below 0x20, `"` or `\` (the bytes a JSON
-    /// string escapes), exactly: a borrow only runs on from a byte that matches, so a word
-    /// without one never reads as one that has. `CanonicalJSONEncoderTests` checks every byte
-    /// value, alone and paired, at every place of a word.
+    /// string escapes), exactly (see `escapeStops`). `CanonicalJSONEncoderTests` checks every
+    /// byte value, alone and paired, at every place of a word.
     @inline(__always)
     static func needsEscape(_ word: UInt64) -> Bool {
-        let control = (word &- wordOnes &* 0x20) & ~word & wordHighBits
-        return control != 0 || contains(.quote, in: word) || contains(.backslash, in: word)
+        escapeStops(word) != 0
     }
 
-    /// Whether one of the eight bytes of `word` is `byte`, exactly (the classic zero-byte test
-    /// on `word ^ byte…`: a borrow only runs on from a byte that matches).
+    /// The high bit of each byte of `word` that is below 0x20, `"` or `\`, and possibly of
+    /// bytes above such a byte (a borrow only runs on upwards from a byte that matches): zero
+    /// exactly when there is none, and the lowest bit set, read little-endian, is the first.
+    /// The plain-string scanner of the decoder adds its own bytes to the same tests
+    /// (`PlainRecordDecoding.Scanner.stops`).
     @inline(__always)
-    static func contains(_ byte: UInt8, in word: UInt64) -> Bool {
+    static func escapeStops(_ word: UInt64) -> UInt64 {
+        let control = (word &- wordOnes &* 0x20) & ~word & wordHighBits
+        return control | matches(.quote, in: word) | matches(.backslash, in: word)
+    }
+
+    /// The high bit of each byte of `word` that is `byte`, and possibly of bytes above one (the
+    /// classic zero-byte test on `word ^ byte…`: a borrow only runs on from a byte that matches).
+    @inline(__always)
+    static func matches(_ byte: UInt8, in word: UInt64) -> UInt64 {
         let difference = word ^ (wordOnes &* UInt64(byte))
-        return (difference &- wordOnes) & ~difference & wordHighBits != 0
+        return (difference &- wordOnes) & ~difference & wordHighBits
     }
 
     /// 0x01 and 0x80 in each byte of a word, for the eight-bytes-at-a-time tests.
@@ -299,9 +308,10 @@ extension CanonicalJSONSession {
     }
 
     /// `a.utf8.lexicographicallyPrecedes(b.utf8)`, by `memcmp` of the two strings' bytes: the
-    /// generic comparison went a code unit at a time through `UTF8View`'s iterator. Not inlined:
-    /// inlined into the sort's comparator, it made the comparator larger and moved the keys'
-    /// lookup out of line (+16M instructions in `FoldProfile`).
+    /// generic comparison went a code unit at a time through `UTF8View`'s iterator. Only keys
+    /// with equal `sortPrefix`es get here, so it stays out of line, out of the sort's loop
+    /// (inlined into the standard library sort's comparator it cost 16M instructions more in
+    /// `FoldProfile`).
     @inline(never)
     static func utf8Precedes(_ a: String, _ b: String) -> Bool {
         a.withUTF8Bytes { a in

@@ -32,9 +32,10 @@ enum PlainRecordDecoding {
         Scanner.plainFreeForm(bytes)
     }
 
-    /// Whether `word`'s eight bytes are all ones `plainString` takes (see `Scanner.isPlain`).
+    /// Whether `word`'s eight bytes are all printable ASCII other than `"` and `\`, the bytes
+    /// `plainString` takes (see `Scanner.stops`).
     static func isPlainWord(_ word: UInt64) -> Bool {
-        Scanner.isPlain(word)
+        Scanner.stops(word) == 0
     }
 
     /// The place of the first byte of `word` that `plainString` does not take, bytes in memory
@@ -469,25 +470,14 @@ enum PlainRecordDecoding {
             return memcmp(base, literal.utf8Start, count) == 0
         }
 
-        /// Whether all eight bytes of `word` are printable ASCII other than `"` and `\`: the
-        /// bytes `plainString` takes. Exact, as `CanonicalJSONSession.needsEscape` is (which
-        /// finds the bytes below 0x20, `"` and `\`); DEL and bytes from 0x80 are tested apart.
-        @inline(__always)
-        static func isPlain(_ word: UInt64) -> Bool { stops(word) == 0 }
-
         /// The high bit of each byte of `word` (read little-endian: the first byte lowest) that
         /// `plainString` does not take, with any set bit also set above such a byte (a borrow).
-        /// So the lowest bit set, if any, is exactly the first byte not taken: each test below
-        /// is the zero-byte test, whose borrow only runs on upwards from a byte that matches.
+        /// So the lowest bit set, if any, is exactly the first byte not taken: the bytes a JSON
+        /// string escapes (`CanonicalJSONSession.escapeStops`), DEL, and bytes from 0x80.
         @inline(__always)
         static func stops(_ word: UInt64) -> UInt64 {
-            let ones = CanonicalJSONSession.wordOnes, high = CanonicalJSONSession.wordHighBits
-            @inline(__always) func equal(_ byte: UInt8) -> UInt64 {
-                let difference = word ^ (ones &* UInt64(byte))
-                return (difference &- ones) & ~difference & high
-            }
-            let control = (word &- ones &* 0x20) & ~word & high
-            return (word & high) | control | equal(UInt8(ascii: "\"")) | equal(UInt8(ascii: "\\")) | equal(0x7F)
+            (word & CanonicalJSONSession.wordHighBits) | CanonicalJSONSession.escapeStops(word)
+                | CanonicalJSONSession.matches(0x7F, in: word)
         }
 
         /// Printable ASCII only (`plainString`), so no validation is needed.
