@@ -64,9 +64,11 @@ var stateRecords = 0
 }
 
 let start = ContinuousClock.now
+// One writing session for every output, as a lane keeps one for each batch it folds.
+let writer = RecordCodec.Writer()
 for message in messages {
     if unitStart == nil { unitStart = message.offset }
-    let folded = LogFolding.fold(message, into: &fold)
+    let folded = LogFolding.fold(message, into: &fold, writer: writer)
     guard let step = folded.step else { continue }
     for (index, (output, value)) in zip(step.outputs, folded.outputValues).enumerated() {
         digest.add(LogFolding.producerRecord(

@@ -41,7 +41,13 @@ public enum CanonicalJSONEncoder {
     /// generic value, which copies the record (a retain and a release per string and collection
     /// it holds) for every output of every step; here the record is passed on as it is.
     public static func encode(_ record: FleetRecord) throws -> [UInt8] {
-        let session = CanonicalJSONSession()
+        try encode(record, in: CanonicalJSONSession())
+    }
+
+    /// `encode(_:)` in `session`, which is emptied first: a caller encoding several records in a
+    /// row (`RecordCodec.Writer`) keeps one session and its buffer for all of them.
+    static func encode(_ record: FleetRecord, in session: CanonicalJSONSession) throws -> [UInt8] {
+        session.reset()
         do {
             if try !session.writeRecordDirectly(record) { try session.encodeTopLevel(record) }
             if !session.needsFoundation { return session.bytes.withUnsafeBufferPointer { Array($0) } }

@@ -84,6 +84,15 @@ final class CanonicalJSONSession {
         self.basePath = basePath
     }
 
+    /// Empties the session for the next value, keeping the capacity of its buffer and lists.
+    func reset() {
+        bytes.removeSuffix(from: 0)
+        frames.removeAll(keepingCapacity: true)
+        entries.removeAll(keepingCapacity: true)
+        children.removeAll()
+        needsFoundation = false
+    }
+
     // MARK: Frames
 
     func encodeTopLevel<T: Encodable>(_ value: T) throws {

@@ -139,17 +139,26 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         _ record: FleetRecord, timestamp: Timestamp, coordinates: SourceCoordinates, originIndex: Int? = nil,
         firstIndex: Int = 0
     ) -> FoldStep<P.State> {
-        let now = max(timestamp, storedLogTime ?? timestamp)
         var step = FoldStep<P.State>(ids: OutputIDs(origin: coordinates, originIndex: originIndex, startingAt: firstIndex))
-        defer { timers.endOfStep() }
+        fold(record, timestamp: timestamp, into: &step)
+        timers.endOfStep()
+        // One return, of a value nothing else holds: with the early returns (and a `defer`)
+        // in this function, each of them copied the step out and destroyed the local.
+        return step
+    }
+
+    /// `apply`'s work, writing into `step`.
+    @inlinable
+    mutating func fold(_ record: FleetRecord, timestamp: Timestamp, into step: inout FoldStep<P.State>) {
+        let now = max(timestamp, storedLogTime ?? timestamp)
         fireTimers(dueBy: now, into: &step)
         storedLogTime = now
-        if case .tick = record { return step }
+        if case .tick = record { return }
 
         let user = record.userId
         guard !user.isEmpty else {
             step.deadLetter = RecordError("record of type '\(record.type)' has no user_id")
-            return step
+            return
         }
         let stored: [String: P.State].Index?
         do {
@@ -157,7 +166,7 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         } catch {
             step.deadLetter = RecordError(
                 "the state of user \(RecordError.quote(user)) restored from the changelog does not decode, so its records cannot be processed: \(error)")
-            return step
+            return
         }
         var state = state(at: stored, of: user)
         var context = ProcessingContext(now: now, userId: user, ids: step.ids)
@@ -168,7 +177,7 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             // partition untouched. `step.ids` was not advanced, so the ids the failed attempt
             // took are handed out again, as they would be in a re-run.
             step.deadLetter = error
-            return step
+            return
         }
         step.ids = context.ids
         let firstOwn = step.outputs.count
@@ -180,7 +189,6 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             timers.update(user, to: wakeUp)
         }
         fireTimers(dueBy: now, into: &step)
-        return step
     }
 
     /// Fires every timer due at or before `time` and moves the log time to `time` (if later):
@@ -354,6 +362,20 @@ public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
     /// at its end (it can equal `before` if a timer and the record undid each other). The
     /// runtime writes `after` to `<worker>.state` and both to `<worker>.history`.
     @inlinable public var changes: [StateChange<State>] { changeList }
+
+    /// How many users' states changed: `changes.count`, without a copy of the list.
+    @inlinable public var changeCount: Int { changeList.count }
+
+    /// Calls `body` with the change at `position` where it lies in the list, for a caller that
+    /// passes its states on: read through `changes` (or a span of it), a state was copied first
+    /// (a retain and a release of each collection it holds), since the optimiser cannot tell
+    /// that nothing writes the element meanwhile; exclusive access tells it. `inout` for that
+    /// alone: what `body` changes is the caller's own copy of the step, and the fold never
+    /// reads it back.
+    @inlinable
+    public mutating func withChange<R, E: Error>(at position: Int, _ body: (inout StateChange<State>) throws(E) -> R) throws(E) -> R {
+        try body(&changeList[position])
+    }
 
     /// The index the next id from these coordinates would take.
     @inlinable public var nextIndex: Int { ids.nextIndex }

@@ -113,6 +113,29 @@ struct CanonicalJSONEncoderTests {
         }
     }
 
+    @Test("one RecordCodec.Writer over a run of records writes each as a fresh RecordCodec.encode does")
+    func writerReusesItsSession() async {
+        // Runs of every case, with records that grow the session's buffer well past its first
+        // capacity between small ones, and free-form objects (frames, entries, reordering)
+        // between records written without them: nothing of one record may leak into the next.
+        await propertyCheck(count: 300, input: Gen.int(in: 0...Int(Int32.max))) { seed in
+            var dice = Dice(seed: seed)
+            let writer = RecordCodec.Writer()
+            for position in 0..<24 {
+                var record = RecordGen.record(&dice, kind: dice.below(RecordGen.kinds))
+                if dice.chance(15), case .sectionItem(var item) = RecordGen.record(&dice, kind: 16) {
+                    item.item = Dictionary(uniqueKeysWithValues: (0..<dice.below(200)).map { ("k\($0)", JSONValue.string(String(repeating: "é\"", count: $0))) })
+                    record = .sectionItem(item)
+                }
+                let fresh = RecordCodec.encode(record), reused = writer.encode(record)
+                guard reused == fresh else {
+                    Issue.record("record \(position) (\(record.type)): \(reused.count) bytes from the reused writer, \(fresh.count) fresh")
+                    return
+                }
+            }
+        }
+    }
+
     @Test("the decode templates, decoded and encoded again, give JSONEncoder's bytes")
     func templatesAgree() throws {
         for template in RecordCodecDifferentialTests.templates {

@@ -11,6 +11,27 @@ public struct DeliveryState: Hashable, Sendable {
     // The fields every step reads or writes live inline. Settings, lifecycle totals and the
     // rarer volume rules live in `cold` (see `ColdState`, DeliveryState+Cold.swift), which
     // forwards them under the same names.
+    //
+    // Declared in the order the synthesized `==` should compare them: the fold compares each
+    // state a step produced with the one it started from (`PartitionFold.keep`), and nearly
+    // every step changes it, so the fields most steps change come first and the comparison
+    // ends at them. A record remembers its id in `memory` (a count compared, or the same
+    // buffer), a timer changes `pending` or the day's ledger. In declaration order, the
+    // comparison copied and compared the zone and the day's ledger before reaching either
+    // (`Benchmarks/FoldProfile`).
+
+    // P-IDEM-1
+    var memory = IdempotencyMemory()
+
+    // Timers
+    var pending: [Candidate] = []
+
+    // Volume rules
+    var day: DayLedger?
+    var recent: [RecentDelivery] = []
+
+    /// The next lapse trigger (§7 tiers, §9.1 no action), cached at the end of every step.
+    var lapseDueAt: Timestamp?
 
     // Settings (user.settings_changed, permission.changed)
     /// The zone the user gave, as given (UTC included); nil until one is given (P-TIME-1: UTC).
@@ -22,21 +43,10 @@ public struct DeliveryState: Hashable, Sendable {
     var lastOpenAt: Timestamp?
     var lastActionAt: Timestamp?
 
-    // Volume rules
-    var day: DayLedger?
-    var recent: [RecentDelivery] = []
-
-    // Timers
-    var pending: [Candidate] = []
-    /// The next lapse trigger (§7 tiers, §9.1 no action), cached at the end of every step.
-    var lapseDueAt: Timestamp?
     /// What `lapseDueAt` was last computed from; in memory only (see `LapseDueMemo`).
     var lapseDueMemo = LapseDueMemo()
     /// The date of the local day of the last step; in memory only (see `LocalDayMemo`).
     var localDayMemo = LocalDayMemo()
-
-    // P-IDEM-1
-    var memory = IdempotencyMemory()
 
     /// The rarely used fields, copied on write (see `ColdStateBox`).
     var coldBox = ColdStateBox.empty

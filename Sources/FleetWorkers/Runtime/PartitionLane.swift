@@ -135,15 +135,16 @@ struct PartitionLane<P: UserProcessor>: Sendable {
     mutating func fold(_ batch: inout [KafkaMessage]) -> Int {
         var remaining = batch.takeReversed()
         var count = 0
+        let writer = RecordCodec.Writer()  // one writing session for the batch's outputs
         while let message = remaining.popLast() {
-            if fold(message) { count += 1 }
+            if fold(message, writer: writer) { count += 1 }
         }
         tally.report(to: context.observer)
         return count
     }
 
     /// Folds one record of the folded log; false for a re-delivered copy.
-    private mutating func fold(_ physical: consuming KafkaMessage) -> Bool {
+    private mutating func fold(_ physical: consuming KafkaMessage, writer: borrowing RecordCodec.Writer) -> Bool {
         let offset = physical.offset
         if let next = nextOffset, offset < next { return false }
         nextOffset = offset + 1
@@ -165,7 +166,7 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         }
         let wakeUp = fold.nextWakeUp
         let logTimeBefore = fold.logTime
-        var folded = LogFolding.fold(message, into: &fold, limits: limits, images: stateImages)
+        var folded = LogFolding.fold(message, into: &fold, limits: limits, images: stateImages, writer: writer)
         if let error = folded.deadLetter { deadLetter(message, error: error, cause: cause) }
         // Taken, not copied out (a retain and a release of each of the step's lists).
         guard let step = folded.step.take() else { return true }
