@@ -21,6 +21,9 @@ final class ThroughputObserver: RuntimeObserver {
         var firstBatch = 0
         var started: ContinuousClock.Instant?
         var startCPU: Double = 0
+        /// When the last of `expected` records was folded: `finished` minus this is the tail the
+        /// commit cadence adds after the fold is done.
+        var allFolded: ContinuousClock.Instant?
         var finished: ContinuousClock.Instant?
         var finishCPU: Double = 0
         var out: [String: Int] = [:]
@@ -82,6 +85,7 @@ final class ThroughputObserver: RuntimeObserver {
         let now = ContinuousClock.now
         let first = state.withLock { s in
             s.folded += count
+            if s.allFolded == nil, s.folded >= s.expected { s.allFolded = now }
             guard s.started == nil else { return false }
             s.started = now
             s.firstBatch = count

@@ -124,6 +124,12 @@ func measure() async throws {
         Double(produced) / Double(max(1, folded.folded)), folded.commits, folded.aborted,
         percentile(latencies, 0.5) * 1000, (latencies.last ?? 0) * 1000,
         100 * (folded.finishCPU - folded.startCPU) / foldSeconds))
+    // How long the commit cadence kept the clock running after the last record was folded: the
+    // part of `secs` that is not folding (the C pass-through commits right after its last copy).
+    if let allFolded = folded.allFolded {
+        print(String(format: "RESULT tail_%@ fold_secs=%.3f commit_tail_ms=%.1f", options.guarantee.rawValue,
+                     (allFolded - started).seconds, (finished - allFolded).seconds * 1000))
+    }
     print("outputs: " + folded.out.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
     // Issue #13: CPU and bytes per input (FLEET_STATE_IMAGES=json gives the build before
     // binary images' figures in the same run).
