@@ -245,12 +245,7 @@ public enum RecordCodec {
     /// `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` writes, several times faster
     /// (`CanonicalJSONEncoder`; Benchmarks/RecordCodecProfile).
     public static func encode(_ record: FleetRecord) -> [UInt8] {
-        do {
-            return try CanonicalJSONEncoder.encode(record)
-        } catch {
-            // Our own value types always encode; reaching this is a programming error.
-            preconditionFailure("encoding \(record.type) failed: \(error)")
-        }
+        Writer().encode(record)
     }
 
     /// Encodes several records in a row, each to the same bytes as `RecordCodec.encode(_:)`.
