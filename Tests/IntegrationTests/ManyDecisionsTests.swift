@@ -52,7 +52,7 @@ struct ManyDecisionsTests {
 
         let fleetctl = try ProcessInfo.processInfo.environment["FLEET_MILLION_FLEETCTL"].map { URL(fileURLWithPath: $0) }
             ?? ShutdownTests.executable("fleetctl")
-        let run = try ChildProcess.run(fleetctl, ["decisions", "--timeout", "240"], environment: fleet.environment(for: .delivery))
+        let run = try await ChildProcess.run(fleetctl, ["decisions", "--timeout", "240"], environment: fleet.environment(for: .delivery))
         print("many decisions: fleetctl decisions (\(Self.decisions) decisions, \(Self.decisions / 2) deliveries, \(Self.decisions) intents): exit \(run.status), \(run.seconds) s, max RSS \(run.maxRSSBytes / 1_048_576) MB")
         #expect(run.status == 0, "\(run.stderr)")
         let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()

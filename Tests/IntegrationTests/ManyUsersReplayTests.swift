@@ -49,7 +49,7 @@ struct ManyUsersReplayTests {
 
         let fleetctl = try ProcessInfo.processInfo.environment["FLEET_MILLION_FLEETCTL"].map { URL(fileURLWithPath: $0) }
             ?? ShutdownTests.executable("fleetctl")
-        let replay = try ChildProcess.run(
+        let replay = try await ChildProcess.run(
             fleetctl,
             ["replay", "--worker", "delivery-worker", "--partition", "0", "--from", "\(rangeStart)", "--to", "\(Self.records)", "--timeout", "120"],
             environment: fleet.environment(for: .delivery))

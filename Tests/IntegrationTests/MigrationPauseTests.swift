@@ -86,7 +86,7 @@ struct MigrationPauseTests {
 
         let fleetctl = try ProcessInfo.processInfo.environment["FLEET_MILLION_FLEETCTL"].map { URL(fileURLWithPath: $0) }
             ?? ShutdownTests.executable("fleetctl")
-        let migrate = try ChildProcess.run(
+        let migrate = try await ChildProcess.run(
             fleetctl, ["partitions", "migrate", "--worker", "delivery-worker", "--to", "4", "--wait-timeout", "240"], environment: environment)
         let reader = FleetTopicReader(configuration: KafkaConfiguration(bootstrapServers: fleet.bootstrap), namespace: fleet.namespace, logger: .tests)
         var announced: [GenerationEntry.Phase: Int64] = [:]

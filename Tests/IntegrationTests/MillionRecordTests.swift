@@ -74,7 +74,7 @@ struct MillionRecordTests {
         // FLEET_MILLION_FLEETCTL: another build of fleetctl to measure (e.g. the release one).
         let fleetctl = try ProcessInfo.processInfo.environment["FLEET_MILLION_FLEETCTL"].map { URL(fileURLWithPath: $0) }
             ?? ShutdownTests.executable("fleetctl")
-        let explain = try ChildProcess.run(
+        let explain = try await ChildProcess.run(
             fleetctl,
             ["explain", "--user", Self.user, "--since", since.rfc3339, "--timeout", "120"], environment: environment)
         print("million: explain --user \(Self.user) --since \(since.rfc3339): exit \(explain.status), \(explain.seconds) s, max RSS \(explain.maxRSSBytes / 1_048_576) MB")
@@ -85,7 +85,7 @@ struct MillionRecordTests {
         // Replay one hour from the middle of the partition: from the checkpoint before it, not the start.
         let from = Self.time(of: 500_000)
         let to = Timestamp(millisecondsSinceEpoch: from.millisecondsSinceEpoch + 3_600_000)
-        let replay = try ChildProcess.run(
+        let replay = try await ChildProcess.run(
             fleetctl,
             ["replay", "--worker", "delivery-worker", "--partition", "0", "--from", from.rfc3339, "--to", to.rfc3339, "--timeout", "120"],
             environment: environment)
@@ -96,7 +96,7 @@ struct MillionRecordTests {
         #expect(replay.maxRSSBytes < Self.ceilingBytes)
 
         // The same hour by offsets: what offsets-for-times gives on Apache Kafka, without the scan.
-        let byOffsets = try ChildProcess.run(
+        let byOffsets = try await ChildProcess.run(
             fleetctl, ["replay", "--worker", "delivery-worker", "--partition", "0", "--from", "500000", "--to", "500360", "--timeout", "120"],
             environment: environment)
         print("million: replay one hour by offsets 500000..<500360: exit \(byOffsets.status), \(byOffsets.seconds) s, max RSS \(byOffsets.maxRSSBytes / 1_048_576) MB")
@@ -107,7 +107,7 @@ struct MillionRecordTests {
         // memory does not grow with the range.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("million-export-\(getpid()).jsonl")
         defer { try? FileManager.default.removeItem(at: file) }
-        let export = try ChildProcess.run(
+        let export = try await ChildProcess.run(
             fleetctl,
             ["export", "--worker", "delivery-worker", "--partition", "0", "--from", "400000", "--to", "600000", "--output", file.path, "--timeout", "120"],
             environment: environment)
@@ -169,7 +169,7 @@ struct ManyUsersRefoldTests {
 
         let fleetctl = try ProcessInfo.processInfo.environment["FLEET_MILLION_FLEETCTL"].map { URL(fileURLWithPath: $0) }
             ?? ShutdownTests.executable("fleetctl")
-        let explain = try ChildProcess.run(
+        let explain = try await ChildProcess.run(
             fleetctl, ["explain", "--user", Self.user, "--timeout", "120"], environment: fleet.environment(for: .delivery))
         print("many users: explain --user \(Self.user) (a two-change unit, \(Self.otherUsers) other users' images): exit \(explain.status), \(explain.seconds) s, max RSS \(explain.maxRSSBytes / 1_048_576) MB")
         #expect(explain.status == 0, "\(explain.stderr)")
@@ -190,7 +190,12 @@ enum ChildProcess {
         var maxRSSBytes: Int
     }
 
-    static func run(_ executable: URL, _ arguments: [String], environment: [String: String]) throws -> Result {
+    ///
+    /// `async`, and waits with `Task.sleep`: a blocking wait held a thread of the test
+    /// process's cooperative pool (two, on two cores) for the child's whole run, and with two
+    /// children running at once every other test's `await` stalled for as long (about 110 s in
+    /// the full pass), long enough for the Kafka tests' one-minute limits to fire.
+    static func run(_ executable: URL, _ arguments: [String], environment: [String: String]) async throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -224,7 +229,7 @@ enum ChildProcess {
             let reaped = waitpid(pid, &status, WNOHANG)
             if reaped == pid { break }
             if reaped < 0, errno != EINTR { throw ChildProcessError(description: "waitpid: \(errno)") }
-            usleep(10_000)
+            try await Task.sleep(for: .milliseconds(10))
         }
         let elapsed = clock.now - start
         let exited = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
