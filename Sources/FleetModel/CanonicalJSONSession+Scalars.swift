@@ -171,7 +171,7 @@ extension CanonicalJSONSession {
             bytes.append(.closeBracket)
             return true
         }
-        if T.self == [String: JSONValue].self { try writeJSONObject(Self.cast(value, to: [String: JSONValue].self)); return true }
+        if T.self == JSONObject.self { try writeJSONObject(Self.cast(value, to: JSONObject.self)); return true }
         if T.self == [Int].self {
             let array = Self.cast(value, to: [Int].self)
             bytes.append(.openBracket)
@@ -223,106 +223,20 @@ extension CanonicalJSONSession {
     }
 
     /// An object's members in key order, by their UTF-8 bytes (the order `closeObject` gives a
-    /// keyed container's members), written in that order at once.
+    /// keyed container's members), which is the order a `JSONObject` keeps them in.
     ///
-    /// Why not through a frame, as a keyed container: that wrote the members in the
-    /// dictionary's order, noted each, then sorted and rewrote them through a scratch buffer,
-    /// two thirds of writing an intent's data or an item's (`Benchmarks/FoldProfile`: 2.411G →
-    /// 2.372G instructions, −1.6 %). A dictionary's keys are distinct strings, so there is
-    /// nothing to merge: sorting the keys is the whole job.
-    ///
-    /// The keys are sorted by their first eight bytes read as one integer (`sortPrefix`), and
-    /// only keys with the same eight bytes are compared in full: the objects written are small
-    /// (an intent's data, an item of six members), and comparing two keys in full reads both
-    /// strings' bytes, a few hundred instructions, where two integers are one.
-    func writeJSONObject(_ members: [String: JSONValue]) throws {
+    /// Why not through a frame, as a keyed container: that wrote the members, noted each, then
+    /// sorted and rewrote them through a scratch buffer, two thirds of writing an intent's data
+    /// or an item's (`Benchmarks/FoldProfile`: 2.411G → 2.372G instructions, −1.6 %).
+    func writeJSONObject(_ members: JSONObject) throws {
         bytes.append(.openBrace)
-        if members.count == 1, let member = members.first {
+        for position in members.indices {
+            if position > 0 { bytes.append(.comma) }
+            let member = members[position]
             writeString(member.key)
             bytes.append(.colon)
             try writeJSONValue(member.value)
-        } else if members.count > 1 {
-            try withUnsafeTemporaryAllocation(of: SortEntry.self, capacity: members.count) { buffer in
-                var order = buffer
-                var filled = 0
-                for index in members.indices {
-                    order.initializeElement(at: filled, to: SortEntry(prefix: Self.sortPrefix(members.keys[index]), index: index))
-                    filled += 1
-                }
-                defer { _ = order.deinitialize() }
-                Self.insertionSort(&order) { Self.utf8Precedes(members.keys[$0], members.keys[$1]) }
-                for position in order.indices {
-                    if position > 0 { bytes.append(.comma) }
-                    writeString(members.keys[order[position].index])
-                    bytes.append(.colon)
-                    try writeJSONValue(members.values[order[position].index])
-                }
-            }
         }
         bytes.append(.closeBrace)
-    }
-
-    /// A member's place in `writeJSONObject`'s sort: its key's `sortPrefix` and where it is.
-    struct SortEntry {
-        var prefix: UInt64
-        var index: [String: JSONValue].Index
-    }
-
-    /// Sorts `entries` by key, comparing prefixes first and calling `precedes` (the full
-    /// comparison of two members' keys) only for equal prefixes. Insertion sort: the objects
-    /// are small, and it needs no scratch space.
-    @inline(__always)
-    static func insertionSort(
-        _ entries: inout UnsafeMutableBufferPointer<SortEntry>,
-        by precedes: ([String: JSONValue].Index, [String: JSONValue].Index) -> Bool
-    ) {
-        var sorted = 1
-        while sorted < entries.count {
-            let entry = entries[sorted]
-            var slot = sorted
-            while slot > 0 {
-                let before = entries[slot - 1]
-                let goesFirst = entry.prefix != before.prefix ? entry.prefix < before.prefix : precedes(entry.index, before.index)
-                guard goesFirst else { break }
-                entries[slot] = before
-                slot -= 1
-            }
-            entries[slot] = entry
-            sorted += 1
-        }
-    }
-
-    /// The first eight bytes of `key`'s UTF-8, the first the most significant, zero-filled when
-    /// shorter. Keys whose prefixes differ are in the order of their prefixes: at the first
-    /// byte that differs either both have a byte there, or the key that ended (a zero) is a
-    /// prefix of the other, whose byte there is not zero. Equal prefixes say nothing (`"a"` and
-    /// `"a\u{0}"`); those keys are compared in full. `CanonicalJSONEncoderTests` checks it.
-    @inline(__always)
-    static func sortPrefix(_ key: String) -> UInt64 {
-        key.withUTF8Bytes { bytes in
-            if bytes.count >= 8 { return UInt64(bigEndian: UnsafeRawBufferPointer(bytes).loadUnaligned(as: UInt64.self)) }
-            var prefix: UInt64 = 0
-            for (place, byte) in bytes.enumerated() { prefix |= UInt64(byte) << (56 - 8 * place) }
-            return prefix
-        }
-    }
-
-    /// `a.utf8.lexicographicallyPrecedes(b.utf8)`, by `memcmp` of the two strings' bytes: the
-    /// generic comparison went a code unit at a time through `UTF8View`'s iterator. Only keys
-    /// with equal `sortPrefix`es get here, so it stays out of line, out of the sort's loop
-    /// (inlined into the standard library sort's comparator it cost 16M instructions more in
-    /// `FoldProfile`).
-    @inline(never)
-    static func utf8Precedes(_ a: String, _ b: String) -> Bool {
-        a.withUTF8Bytes { a in
-            b.withUTF8Bytes { b in
-                let common = Swift.min(a.count, b.count)
-                if common > 0, let left = a.baseAddress, let right = b.baseAddress {
-                    let order = memcmp(left, right, common)
-                    if order != 0 { return order < 0 }
-                }
-                return a.count < b.count
-            }
-        }
     }
 }

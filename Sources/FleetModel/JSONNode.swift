@@ -42,8 +42,7 @@ package enum JSONNode {
             }
         case .array(let elements): return .array(elements.map(\.simulatorValue))
         case .object(let members):
-            var object: [String: JSONValue] = [:]
-            object.reserveCapacity(members.count)
+            var object = JSONObject(minimumCapacity: members.count)
             for (key, value) in members { object[key] = value.simulatorValue }
             return .object(object)
         }

@@ -155,7 +155,7 @@ extension String: NodeDecodable {
 
 extension JSONValue: NodeDecodable {}
 
-extension Dictionary: NodeDecodable where Key == String, Value == JSONValue {
+extension JSONObject: NodeDecodable {
     init(node: JSONNode, path: @autoclosure () -> CodingPathNode) throws { self = try JSONValue.object(node: node, path: path()) }
 }
 
@@ -376,8 +376,7 @@ extension JSONValue {
     static func object(node: JSONNode, path: @autoclosure () -> CodingPathNode) throws -> JSONObject {
         switch node {
         case .object(let members):
-            var object: JSONObject = [:]
-            object.reserveCapacity(members.count)
+            var object = JSONObject(minimumCapacity: members.count)
             for (key, value) in members where object[key] == nil {
                 object[key] = try JSONValue(node: value, path: .member(key, path()))
             }

@@ -10,7 +10,7 @@ public enum JSONValue: Hashable, Sendable {
     case double(Double)
     case string(String)
     case array([JSONValue])
-    case object([String: JSONValue])
+    case object(JSONObject)
 
     public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
     public var intValue: Int64? {
@@ -22,12 +22,10 @@ public enum JSONValue: Hashable, Sendable {
     }
     public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
     public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
-    public var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
+    public var objectValue: JSONObject? { if case .object(let o) = self { return o } else { return nil } }
 
     public subscript(key: String) -> JSONValue? { objectValue?[key] }
 }
-
-public typealias JSONObject = [String: JSONValue]
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByFloatLiteral, ExpressibleByNilLiteral
@@ -40,7 +38,9 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     public typealias Value = JSONValue
     public typealias ArrayLiteralElement = JSONValue
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
-        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+        var object = JSONObject(minimumCapacity: elements.count)
+        for (key, value) in elements { object[key] = value }
+        self = .object(object)
     }
     public init(floatLiteral value: Double) { self = .double(value) }
     public init(nilLiteral: ()) { self = .null }
@@ -63,7 +63,7 @@ extension JSONValue: Codable {
         }
         // Any other decoder (e.g. `JSONDecoder`) can only be asked kind by kind.
         if let object = try? decoder.container(keyedBy: JSONKey.self) {
-            var result: [String: JSONValue] = [:]
+            var result = JSONObject(minimumCapacity: object.allKeys.count)
             for key in object.allKeys { result[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
             self = .object(result)
         } else if var array = try? decoder.unkeyedContainer() {
@@ -103,7 +103,7 @@ extension JSONValue: Codable {
             for element in a { try c.encode(element) }
         case .object(let o):
             var c = encoder.container(keyedBy: JSONKey.self)
-            for key in o.keys.sorted() { try c.encode(o[key]!, forKey: JSONKey(stringValue: key)) }
+            for member in o { try c.encode(member.value, forKey: JSONKey(stringValue: member.key)) }
         }
     }
 }

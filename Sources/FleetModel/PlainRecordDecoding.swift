@@ -292,7 +292,7 @@ enum PlainRecordDecoding {
             skipWhitespace()
             if take(UInt8(ascii: "}")) { return [:] }
             // Room for three members at once: the data of most intents has one to three, and
-            // growing from empty rehashed twice on the way (`Benchmarks/README.md`, "Runtime,
+            // growing from empty reallocated twice on the way (`Benchmarks/README.md`, "Runtime,
             // tenth round").
             var object = JSONObject(minimumCapacity: 3)
             repeat {

@@ -124,7 +124,7 @@ struct CanonicalJSONEncoderTests {
             for position in 0..<24 {
                 var record = RecordGen.record(&dice, kind: dice.below(RecordGen.kinds))
                 if dice.chance(15), case .sectionItem(var item) = RecordGen.record(&dice, kind: 16) {
-                    item.item = Dictionary(uniqueKeysWithValues: (0..<dice.below(200)).map { ("k\($0)", JSONValue.string(String(repeating: "é\"", count: $0))) })
+                    item.item = JSONObject(uniqueKeysWithValues: (0..<dice.below(200)).map { ("k\($0)", JSONValue.string(String(repeating: "é\"", count: $0))) })
                     record = .sectionItem(item)
                 }
                 let fresh = RecordCodec.encode(record), reused = writer.encode(record)
@@ -189,7 +189,7 @@ struct CanonicalJSONEncoderTests {
             let keys = Array(members.keys)
             for a in keys {
                 for b in keys where a != b {
-                    let (pa, pb) = (CanonicalJSONSession.sortPrefix(a), CanonicalJSONSession.sortPrefix(b))
+                    let (pa, pb) = (JSONObject.sortPrefix(a), JSONObject.sortPrefix(b))
                     if pa != pb { #expect((pa < pb) == Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)), "\(a.debugDescription) \(b.debugDescription)") }
                 }
             }

@@ -2,8 +2,8 @@ extension Dictionary where Key == String {
     /// `self[key]`, found by comparing keys when the dictionary is small.
     ///
     /// Why: the engine reads small `String`-keyed dictionaries by name several times per intent:
-    /// intent `data` (validation, since-open totals, rendering, section items), a type's copy
-    /// variants, the day's deliveries by type. A `Dictionary` lookup hashes the key with SipHash
+    /// a type's copy variants, the day's deliveries by type, the cooldowns by category (an
+    /// intent's `data` is a `JSONObject`, searched the same way). A `Dictionary` lookup hashes the key with SipHash
     /// first, some 300 instructions for a short key; equal short keys are equal small strings,
     /// so comparing `key` with each of a handful of keys costs about half of that. Larger
     /// dictionaries are looked up as usual. Same result either way.

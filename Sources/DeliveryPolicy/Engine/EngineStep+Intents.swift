@@ -68,9 +68,9 @@ extension EngineStep {
         let data = intent.data
         switch line {
         case .score:
-            guard let new = (data.value(forKey: "new") ?? data.value(forKey: "score"))?.intValue.map(Int.init) else { return }
+            guard let new = (data["new"] ?? data["score"])?.intValue.map(Int.init) else { return }
             if state.sinceOpen.scoreNew == nil {
-                state.sinceOpen.scoreOld = data.value(forKey: "old")?.intValue.map(Int.init) ?? state.lastScore
+                state.sinceOpen.scoreOld = data["old"]?.intValue.map(Int.init) ?? state.lastScore
             }
             state.sinceOpen.scoreNew = new
             state.lastScore = new
@@ -88,8 +88,8 @@ extension EngineStep {
 
     private func amount(of data: JSONObject, _ entry: CatalogEntry) -> Int {
         switch entry.type.merge {
-        case .sumCount: Int(data.value(forKey: "count")?.intValue ?? 0)
-        case .names: data.value(forKey: "names")?.arrayValue?.count ?? 0
+        case .sumCount: Int(data["count"]?.intValue ?? 0)
+        case .names: data["names"]?.arrayValue?.count ?? 0
         default: 1
         }
     }
@@ -128,7 +128,7 @@ extension EngineStep {
               let rendered = known?.type == name ? known : Renderer.render(entry, group)
         else { return }
         var itemId = name
-        if let key = entry.type.sectionKey, let value = group[0].data.value(forKey: key).flatMap(Self.scalarText) { itemId += ":" + value }
+        if let key = entry.type.sectionKey, let value = group[0].data[key].flatMap(Self.scalarText) { itemId += ":" + value }
         let item = Self.renderedItem.make(
             .string(name), .string(rendered.title), .string(rendered.body), .string(rendered.deepLink),
             .array(group.map { .string($0.id) }), .string(reason))

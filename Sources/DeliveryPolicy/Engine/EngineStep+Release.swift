@@ -214,7 +214,7 @@ extension EngineStep {
     private func isUserScheduledInsideQuietHours(_ entry: CatalogEntry, _ intents: [PendingIntent]) -> Bool {
         guard let field = entry.type.quietHoursExemptWhenScheduledIn else { return false }
         return intents.allSatisfy { intent in
-            guard let text = intent.data.value(forKey: field)?.stringValue, let local = LocalDateTime(Substring(text)) else { return false }
+            guard let text = intent.data[field]?.stringValue, let local = LocalDateTime(Substring(text)) else { return false }
             return quietHours.contains(local.time)
         }
     }
@@ -303,7 +303,7 @@ extension EngineStep {
     }
 
     private func keyHash(_ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> UInt64 {
-        IdempotencyMemory.hash(intent.data.value(forKey: perKey.field).flatMap(Self.scalarText) ?? "")
+        IdempotencyMemory.hash(intent.data[perKey.field].flatMap(Self.scalarText) ?? "")
     }
 
     private func keyedUses(_ type: String, _ perKey: PolicyProfile.Caps.PerKey, _ intent: PendingIntent) -> Int {

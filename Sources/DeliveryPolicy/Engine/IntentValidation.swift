@@ -43,21 +43,21 @@ enum IntentValidation {
         }
         let data = intent.data
         func scalar(_ field: String) throws(RecordError) {
-            switch data.value(forKey: field) {
+            switch data[field] {
             case .string(let s)?: if s.isEmpty { throw RecordError("field 'data.\(field)' must not be empty") }
             case .int?, .double?, .bool?: break
             default: throw RecordError("missing required field 'data.\(field)' (\(intent.notification) needs it)")
             }
         }
         func integer(_ field: String, required: Bool) throws(RecordError) {
-            guard let value = data.value(forKey: field) else {
+            guard let value = data[field] else {
                 if required { throw RecordError("missing required field 'data.\(field)' (\(intent.notification) needs it)") }
                 return
             }
             guard let n = value.intValue, n >= 0 else { throw RecordError("field 'data.\(field)' must be a whole number of 0 or more") }
         }
         func strings(_ field: String, required: Bool) throws(RecordError) {
-            guard let value = data.value(forKey: field) else {
+            guard let value = data[field] else {
                 if required { throw RecordError("missing required field 'data.\(field)' (\(intent.notification) needs it)") }
                 return
             }
@@ -83,8 +83,8 @@ enum IntentValidation {
             try scalar("contact_name")
         }
         for field in entry.plan.linkFields {
-            if field == "contact_id", data.value(forKey: "contact_id") == nil {
-                guard let ids = data.value(forKey: "contact_ids")?.arrayValue, !ids.isEmpty else {
+            if field == "contact_id", data["contact_id"] == nil {
+                guard let ids = data["contact_ids"]?.arrayValue, !ids.isEmpty else {
                     throw RecordError("missing required field 'data.contact_ids' (\(intent.notification)'s deep link needs a contact)")
                 }
                 continue

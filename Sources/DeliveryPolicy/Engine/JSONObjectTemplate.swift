@@ -1,19 +1,16 @@
 import FleetModel
 
-/// Builds `JSONObject`s that all have one fixed set of keys, without hashing the keys for each
-/// object.
+/// Builds `JSONObject`s that all have one fixed set of keys, without looking the keys up for
+/// each object.
 ///
-/// Why: the engine writes a section item or a retention event for a good share of its steps,
-/// and their payloads are `[String: JSONValue]` (FleetModel's record formats). Building one
-/// from a dictionary literal hashed every key (SipHash over the key's bytes, a few hundred
-/// instructions each) and probed the table for it. A template keeps one prototype holding every
-/// key, and each key's index in it; an object is a copy of the prototype (one allocation, the
-/// keys shared) with its values assigned through those indices. A copy of a dictionary is an
-/// equal value with the same storage layout, so the prototype's indices are valid for it, and
-/// assigning through `values` moves no element. The result equals the literal's.
+/// Why: the engine writes a section item or a retention event for a good share of its steps.
+/// Building one from a literal compared each key with the ones before it and placed it in name
+/// order. A template keeps one prototype holding every key, and each key's position in it; an
+/// object is a copy of the prototype (one allocation, the keys shared) with its values set at
+/// those positions. The result equals the literal's.
 struct JSONObjectTemplate: Sendable {
     private let prototype: JSONObject
-    private let slots: [JSONObject.Index]
+    private let slots: [Int]
 
     init(keys: [String]) {
         var prototype = JSONObject(minimumCapacity: keys.count)
@@ -30,10 +27,10 @@ struct JSONObjectTemplate: Sendable {
     /// their release) for every object.
     func make(_ v0: consuming JSONValue, _ v1: consuming JSONValue, _ v2: consuming JSONValue, _ v3: consuming JSONValue) -> JSONObject {
         var object = start(4)
-        object.values[slots[0]] = v0
-        object.values[slots[1]] = v1
-        object.values[slots[2]] = v2
-        object.values[slots[3]] = v3
+        object.setValue(v0, at: slots[0])
+        object.setValue(v1, at: slots[1])
+        object.setValue(v2, at: slots[2])
+        object.setValue(v3, at: slots[3])
         return object
     }
 
@@ -42,11 +39,11 @@ struct JSONObjectTemplate: Sendable {
         _ v4: consuming JSONValue
     ) -> JSONObject {
         var object = start(5)
-        object.values[slots[0]] = v0
-        object.values[slots[1]] = v1
-        object.values[slots[2]] = v2
-        object.values[slots[3]] = v3
-        object.values[slots[4]] = v4
+        object.setValue(v0, at: slots[0])
+        object.setValue(v1, at: slots[1])
+        object.setValue(v2, at: slots[2])
+        object.setValue(v3, at: slots[3])
+        object.setValue(v4, at: slots[4])
         return object
     }
 
@@ -55,12 +52,12 @@ struct JSONObjectTemplate: Sendable {
         _ v4: consuming JSONValue, _ v5: consuming JSONValue
     ) -> JSONObject {
         var object = start(6)
-        object.values[slots[0]] = v0
-        object.values[slots[1]] = v1
-        object.values[slots[2]] = v2
-        object.values[slots[3]] = v3
-        object.values[slots[4]] = v4
-        object.values[slots[5]] = v5
+        object.setValue(v0, at: slots[0])
+        object.setValue(v1, at: slots[1])
+        object.setValue(v2, at: slots[2])
+        object.setValue(v3, at: slots[3])
+        object.setValue(v4, at: slots[4])
+        object.setValue(v5, at: slots[5])
         return object
     }
 

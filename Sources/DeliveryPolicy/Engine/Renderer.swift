@@ -31,7 +31,7 @@ enum Renderer {
             values = TemplateValues(data: last)
             variant = "one"
         case .sumCount:
-            let total = intents.reduce(Int64(0)) { $0 + ($1.data.value(forKey: "count")?.intValue ?? 0) }
+            let total = intents.reduce(Int64(0)) { $0 + ($1.data["count"]?.intValue ?? 0) }
             values[.count] = decimal(total)
             subjects = addContacts(intents, to: &values)
             variant = "one"
@@ -42,12 +42,12 @@ enum Renderer {
             subjects = max(names.count, addContacts(intents, to: &values))
             variant = names.count == 1 ? "one" : "many"
         case .scoreChange:
-            guard let new = last.value(forKey: "new")?.intValue else { return nil }
+            guard let new = last["new"]?.intValue else { return nil }
             let newText = decimal(new)
             values[.new] = newText
             values[.score] = newText
-            if let label = last.value(forKey: "label")?.stringValue { values[.label] = label }
-            if let old = first.value(forKey: "old")?.intValue {
+            if let label = last["label"]?.stringValue { values[.label] = label }
+            if let old = first["old"]?.intValue {
                 let delta = new - old
                 if delta == 0 { return nil }
                 values[.old] = decimal(old)
@@ -59,13 +59,13 @@ enum Renderer {
         case .contactReminders:
             var names: [String] = []
             for i in intents.indices {
-                if let name = intents[i].data.value(forKey: "contact_name")?.stringValue, !names.contains(name) { names.append(name) }
+                if let name = intents[i].data["contact_name"]?.stringValue, !names.contains(name) { names.append(name) }
             }
             values[.name] = names.first ?? ""
             subjects = names.count
             switch names.count {
             case 1:
-                let note = first.value(forKey: "note")?.stringValue ?? ""
+                let note = first["note"]?.stringValue ?? ""
                 values[.note] = note
                 variant = note.isEmpty && entry.type.copy.value(forKey: "one_without_note") != nil ? "one_without_note" : "one"
             case 2:
@@ -111,7 +111,7 @@ enum Renderer {
         // By index: `for intent in intents` copied every intent (a retain and a release of its
         // id, type and data) to read one field of it.
         for i in intents.indices {
-            guard case .array(let elements)? = intents[i].data.value(forKey: field) else { continue }
+            guard case .array(let elements)? = intents[i].data[field] else { continue }
             for case .string(let text) in elements where !distinct || !out.contains(text) { out.append(text) }
         }
         return out
@@ -210,7 +210,7 @@ struct TemplateValues {
     /// assigned, else the data field's text.
     func text(for key: String, slot: ComputedSlot?) -> String? {
         if let slot, assigned & (1 << slot.rawValue) != 0 { return stored(slot) }
-        return data.value(forKey: key).flatMap(Renderer.placeholderText)
+        return data[key].flatMap(Renderer.placeholderText)
     }
 
     subscript(slot: ComputedSlot) -> String? {
