@@ -194,7 +194,8 @@ extension JSONObject: Hashable {
 }
 
 extension JSONObject: Codable {
-    private struct Name: CodingKey {
+    /// A member's name as a coding key (`JSONValue` decodes its objects with it too).
+    struct Name: CodingKey {
         var stringValue: String
         var intValue: Int? { nil }
         init(stringValue: String) { self.stringValue = stringValue }

@@ -47,13 +47,6 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 }
 
 extension JSONValue: Codable {
-    private struct JSONKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     public init(from decoder: any Decoder) throws {
         // `RecordCodec`'s decoder hands over its tree: no probing, and integers beyond 64 bits
         // are refused instead of silently becoming doubles.
@@ -62,10 +55,8 @@ extension JSONValue: Codable {
             return
         }
         // Any other decoder (e.g. `JSONDecoder`) can only be asked kind by kind.
-        if let object = try? decoder.container(keyedBy: JSONKey.self) {
-            var result = JSONObject(minimumCapacity: object.allKeys.count)
-            for key in object.allKeys { result[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
-            self = .object(result)
+        if (try? decoder.container(keyedBy: JSONObject.Name.self)) != nil {
+            self = .object(try JSONObject(from: decoder))
         } else if var array = try? decoder.unkeyedContainer() {
             var result: [JSONValue] = []
             while !array.isAtEnd { result.append(try array.decode(JSONValue.self)) }
@@ -102,8 +93,7 @@ extension JSONValue: Codable {
             var c = encoder.unkeyedContainer()
             for element in a { try c.encode(element) }
         case .object(let o):
-            var c = encoder.container(keyedBy: JSONKey.self)
-            for member in o { try c.encode(member.value, forKey: JSONKey(stringValue: member.key)) }
+            try o.encode(to: encoder)
         }
     }
 }
