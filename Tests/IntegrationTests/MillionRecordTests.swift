@@ -190,11 +190,12 @@ enum ChildProcess {
         var maxRSSBytes: Int
     }
 
+    /// Runs `executable` with `arguments` to its end and measures it.
     ///
-    /// `async`, and waits with `Task.sleep`: a blocking wait held a thread of the test
-    /// process's cooperative pool (two, on two cores) for the child's whole run, and with two
-    /// children running at once every other test's `await` stalled for as long (about 110 s in
-    /// the full pass), long enough for the Kafka tests' one-minute limits to fire.
+    /// `async`, and waits with `Task.sleep`: a blocking wait would hold one of the test
+    /// process's cooperative threads (two, on two cores) for the child's whole run, and every
+    /// test started beside it would wait for a thread meanwhile. (The ~110 s stall CI showed
+    /// was mostly the pure suites' CPU-bound tests, now in a pass of their own: `scripts/test`.)
     static func run(_ executable: URL, _ arguments: [String], environment: [String: String]) async throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
