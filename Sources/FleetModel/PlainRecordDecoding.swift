@@ -22,7 +22,10 @@ enum PlainRecordDecoding {
     /// The record in `bytes`, when it is one of the types read here, written plainly; nil otherwise.
     static func record(_ bytes: UnsafeBufferPointer<UInt8>) -> FleetRecord? {
         var scanner = Scanner(bytes: bytes)
-        guard let members = scanner.topLevel() else { return nil }
+        // Filled in place: returned as an optional, the members (some 300 bytes) were copied
+        // four times a record.
+        var members = Members()
+        guard scanner.topLevel(into: &members) else { return nil }
         return members.record(in: bytes)
     }
 
@@ -99,11 +102,20 @@ enum PlainRecordDecoding {
         var present: UInt16 = 0
         var v, type, id, userId, notification, category, data, expiresAt, source, entrySource, notificationId,
             timeZone: Value?
+        /// `data` and `source` when they were read where they lay (`Scanner.topLevel`); kept
+        /// apart so that every other member's `Value` stays two words.
+        var plainData: JSONObject?
+        var coordinates: SourceCoordinates?
 
-        /// Keeps `value` for `member`; false for a member already seen.
-        mutating func set(_ member: Member, _ value: Value) -> Bool {
+        /// Marks `member` present; false for a member already seen.
+        mutating func take(_ member: Member) -> Bool {
             guard present & member.rawValue == 0 else { return false }
             present |= member.rawValue
+            return true
+        }
+
+        /// Keeps `value` for `member`.
+        mutating func store(_ member: Member, _ value: Value) {
             switch member {
             case .v: v = value
             case .type: type = value
@@ -118,7 +130,6 @@ enum PlainRecordDecoding {
             case .notificationId: notificationId = value
             case .timeZone: timeZone = value
             }
-            return true
         }
 
         /// Whether the members present are `shape`'s required ones, plus any of its optional ones.
@@ -132,8 +143,7 @@ enum PlainRecordDecoding {
             if Scanner.equal(typeName, "intent") {
                 guard has(.intent),
                       let notification = Self.text(notification), let category = Self.text(category),
-                      case .object(let dataRange)? = data, let data = Scanner.freeFormData(bytes, dataRange),
-                      case .object(let sourceRange)? = source, let source = Scanner.coordinates(bytes, sourceRange)
+                      let data = plainData ?? Self.treeFreeForm(data, in: bytes), let source = coordinates
                 else { return nil }
                 var expires: Timestamp?
                 switch expiresAt {
@@ -175,6 +185,12 @@ enum PlainRecordDecoding {
             return nil
         }
 
+        /// A `data` object that was not plain, through the tree; nil for any other value or none.
+        private static func treeFreeForm(_ value: Value?, in bytes: UnsafeBufferPointer<UInt8>) -> JSONObject? {
+            guard case .object(let range)? = value else { return nil }
+            return Scanner.treeFreeForm(UnsafeBufferPointer(rebasing: bytes[range]))
+        }
+
         /// A string member's text; nil for any other value or none.
         private static func text(_ value: Value?) -> String? {
             guard case .string(let bytes)? = value else { return nil }
@@ -185,24 +201,48 @@ enum PlainRecordDecoding {
     private struct Scanner {
         let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
+        /// `RecordLimits.shortestString`, read once per scanner: a static that is computed is a
+        /// lazy global, and reading it cost a `swift_once` call for every string scanned.
+        let longestPlainString = RecordLimits.shortestString
 
-        /// `{"name": value, …}` with plain values and known names, each once, and nothing after.
-        mutating func topLevel() -> Members? {
-            var members = Members()
+        /// `{"name": value, …}` with plain values and known names, each once, and nothing after,
+        /// into `members`; false for anything else.
+        mutating func topLevel(into members: inout Members) -> Bool {
             skipWhitespace()
-            guard take(UInt8(ascii: "{")) else { return nil }
+            guard take(UInt8(ascii: "{")) else { return false }
             repeat {
                 skipWhitespace()
-                guard let key = plainString(), let member = Member(key) else { return nil }
+                guard let key = plainString(), let member = Member(key) else { return false }
                 skipWhitespace()
-                guard take(UInt8(ascii: ":")) else { return nil }
+                guard take(UInt8(ascii: ":")) else { return false }
                 skipWhitespace()
-                guard let value = value(), members.set(member, value) else { return nil }
+                guard members.take(member) else { return false }
+                // The objects of `data` and `source` are read where they lie, in the one pass
+                // over the record: skipping them to find their end and then reading them from
+                // their start scanned every intent's two objects twice. Data that is not plain is
+                // kept by its bytes for the tree; a `source` that is not plain coordinates makes
+                // the whole record the tree's, as before.
+                if member == .data, index < bytes.count, bytes[index] == UInt8(ascii: "{") {
+                    let start = index
+                    if let object = plainObject(depth: 0) {
+                        members.plainData = object
+                    } else {
+                        guard let end = endOfObject(from: start) else { return false }
+                        index = end
+                        members.data = .object(start..<end)
+                    }
+                } else if member == .source, index < bytes.count, bytes[index] == UInt8(ascii: "{") {
+                    guard let coordinates = coordinates() else { return false }
+                    members.coordinates = coordinates
+                } else {
+                    guard let value = value() else { return false }
+                    members.store(member, value)
+                }
                 skipWhitespace()
             } while take(UInt8(ascii: ","))
-            guard take(UInt8(ascii: "}")) else { return nil }
+            guard take(UInt8(ascii: "}")) else { return false }
             skipWhitespace()
-            return index == bytes.count ? members : nil
+            return index == bytes.count
         }
 
         private mutating func value() -> Value? {
@@ -221,12 +261,7 @@ enum PlainRecordDecoding {
             }
         }
 
-        /// `{"topic": …, "partition": …, "offset": …}` in `range`, each once, in any order.
-        static func coordinates(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> SourceCoordinates? {
-            var scanner = Scanner(bytes: UnsafeBufferPointer(rebasing: bytes[range]))
-            return scanner.coordinates()
-        }
-
+        /// `{"topic": …, "partition": …, "offset": …}` from here, each once, in any order.
         private mutating func coordinates() -> SourceCoordinates? {
             guard take(UInt8(ascii: "{")) else { return nil }
             var topic: String?, partition: Int64?, offset: Int64?
@@ -250,18 +285,15 @@ enum PlainRecordDecoding {
                 }
                 skipWhitespace()
             } while take(UInt8(ascii: ","))
-            guard take(UInt8(ascii: "}")), index == bytes.count, let topic, let partition,
+            guard take(UInt8(ascii: "}")), let topic, let partition,
                   let partitionNumber = Int32(exactly: partition), let offset
             else { return nil }
             return SourceCoordinates(topic: topic, partition: partitionNumber, offset: offset)
         }
 
-        /// The free-form `data` object in `range`: read from the bytes when it is plain
-        /// (`plainFreeForm`), else through the tree as the tree path reads it, with the same size
-        /// limits (a violation gives nil: the tree path reports it).
-        static func freeFormData(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> JSONObject? {
-            let data = UnsafeBufferPointer(rebasing: bytes[range])
-            if let object = plainFreeForm(data) { return object }
+        /// A free-form `data` object that is not plain, read through the tree as the tree path
+        /// reads it, with the same size limits (a violation gives nil: the tree path reports it).
+        static func treeFreeForm(_ data: UnsafeBufferPointer<UInt8>) -> JSONObject? {
             guard let node = try? JSONReader.read(data, dialect: .foundationCompatible),
                   (try? RecordLimits.standard.checkFields(.object([(key: "data", value: node)]))) != nil
             else { return nil }
@@ -407,7 +439,7 @@ enum PlainRecordDecoding {
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
-                    guard index - start <= RecordLimits.shortestString else { return nil }
+                    guard index - start <= longestPlainString else { return nil }
                     let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
                     index += 1
                     return text
