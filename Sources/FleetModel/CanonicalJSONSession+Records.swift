@@ -35,7 +35,7 @@ extension CanonicalJSONSession {
         if let reason = d.reason { object.member("reason") { $0.writeString(reason) } }
         object.member("rule") { $0.writeString(d.rule) }
         object.member("type") { $0.writeString("decision") }
-        if let until = d.until { object.member("until") { $0.writeString(until.rfc3339) } }
+        if let until = d.until { object.member("until") { $0.writeTimestamp(until) } }
         object.member("user_id") { $0.writeString(d.userId) }
         object.member("v") { $0.writeInteger(1) }
         object.close()
@@ -67,7 +67,7 @@ extension CanonicalJSONSession {
 
     private func write(_ s: SectionItem) throws {
         var object = ObjectWriter(self)
-        if let expiresAt = s.expiresAt { object.member("expires_at") { $0.writeString(expiresAt.rfc3339) } }
+        if let expiresAt = s.expiresAt { object.member("expires_at") { $0.writeTimestamp(expiresAt) } }
         object.member("id") { $0.writeString(s.id) }
         try object.member("item") { try $0.writeJSONObject(s.item) }
         object.member("item_id") { $0.writeString(s.itemId) }
@@ -93,7 +93,7 @@ extension CanonicalJSONSession {
         var object = ObjectWriter(self)
         object.member("category") { $0.writeString(i.category) }
         try object.member("data") { try $0.writeJSONObject(i.data) }
-        if let expiresAt = i.expiresAt { object.member("expires_at") { $0.writeString(expiresAt.rfc3339) } }
+        if let expiresAt = i.expiresAt { object.member("expires_at") { $0.writeTimestamp(expiresAt) } }
         object.member("id") { $0.writeString(i.id) }
         object.member("notification") { $0.writeString(i.notification) }
         object.member("source") { session in

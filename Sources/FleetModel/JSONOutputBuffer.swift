@@ -34,6 +34,22 @@ struct JSONOutputBuffer: ~Copyable {
         count &+= n
     }
 
+    /// Room for `count` more bytes after the ones written, uninitialised: a writer stores into it
+    /// (whole words, past what it will keep, if it reserved room for them) and then counts what
+    /// it keeps with `commitTail(_:)`. Nothing reserved counts until then.
+    @inline(__always)
+    mutating func tail(reserving count: Int) -> UnsafeMutablePointer<UInt8> {
+        if capacity &- self.count < count { grow(toHold: self.count &+ count) }
+        return base + self.count
+    }
+
+    /// Counts `written` bytes stored at `tail(reserving:)` as written; at most the room reserved.
+    @inline(__always)
+    mutating func commitTail(_ written: Int) {
+        assert(written >= 0 && written <= capacity &- count, "committed past the reserved tail")
+        count &+= written
+    }
+
     /// Literal text (`true`, `null`, `{}`).
     @inline(__always)
     mutating func append(_ literal: StaticString) {

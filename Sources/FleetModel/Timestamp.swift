@@ -148,9 +148,19 @@ extension Timestamp {
     /// string's bytes (formatting with `String(_:)` and padding took ~9 000 instructions a
     /// time, FoldProfile); a year outside 0–9999 takes `rfc3339Spelled`.
     public var rfc3339: String {
+        withRFC3339UTF8 { String(decoding: $0, as: UTF8.self) } ?? rfc3339Spelled
+    }
+
+    /// Calls `body` with `rfc3339`'s bytes, written on the stack; nil, without calling it, for a
+    /// year outside 0–9999 (`rfc3339Spelled`).
+    ///
+    /// Why: the canonical JSON writer copies a time's bytes straight into its output, where
+    /// making the `String` first cost an allocation and a UTF-8 check for every decision held
+    /// until a time (`Benchmarks/README.md`, "Runtime, fourteenth round").
+    public func withRFC3339UTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result? {
         let (date, sod, millis) = utcParts
-        guard (0...9999).contains(date.year) else { return rfc3339Spelled }
-        return String(unsafeUninitializedCapacity: millis == 0 ? 20 : 24) { buffer in
+        guard (0...9999).contains(date.year) else { return nil }
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
             var index = 0
             func put(_ value: Int, _ width: Int) {
                 var rest = value
@@ -169,7 +179,7 @@ extension Timestamp {
             put(sod / 3600, 2); put(UInt8(ascii: ":")); put(sod % 3600 / 60, 2); put(UInt8(ascii: ":")); put(sod % 60, 2)
             if millis != 0 { put(UInt8(ascii: ".")); put(millis, 3) }
             put(UInt8(ascii: "Z"))
-            return index
+            return try body(UnsafeBufferPointer(rebasing: buffer[..<index]))
         }
     }
 
