@@ -54,38 +54,38 @@ public struct OutputIDs: Hashable, Sendable {
     public mutating func next() -> String {
         defer { nextIndex += 1 }
         if let originIndex {
-            let stem = Self.id(topic: origin.topic, partition: Int64(origin.partition), offset: origin.offset, index: Int64(originIndex))
-            return Self.id(topic: stem, partition: Int64(nextIndex))
+            return Self.id(
+                topic: origin.topic, partition: Int64(origin.partition), offset: origin.offset, index: Int64(originIndex),
+                then: Int64(nextIndex))
         }
         return Self.id(topic: origin.topic, partition: Int64(origin.partition), offset: origin.offset, index: Int64(nextIndex))
     }
 
-    /// `stem:number`.
-    private static func id(topic stem: String, partition number: Int64) -> String {
-        let numberLength = decimalLength(number)
-        return stem.withUTF8Bytes { stemBytes in
-            String(unsafeUninitializedCapacity: stemBytes.count + numberLength) { buffer in
-                let end = buffer.initialize(fromContentsOf: stemBytes)
-                return writeDecimal(number, length: numberLength, into: buffer, at: end)
-            }
-        }
-    }
-
-    /// `topic:partition:offset:index`, exactly as string interpolation writes it.
+    /// `topic:partition:offset:index`, and `:last` after it when there is one, exactly as string
+    /// interpolation writes it.
     ///
     /// Why by hand: every output record of every worker takes an id, and interpolation (or
     /// `+=`) costs several hundred instructions per piece plus a reallocation or two; writing
-    /// the UTF-8 bytes straight into a new string of the exact length costs one allocation.
-    /// Each number's length is counted once, before the string is made.
-    static func id(topic: String, partition: Int64, offset: Int64, index: Int64) -> String {
-        let lengths = (partition: decimalLength(partition), offset: decimalLength(offset), index: decimalLength(index))
+    /// the UTF-8 bytes straight into a new string of the exact length costs one allocation (and
+    /// one for an inbox record's five-part id, which was made as a four-part stem and then the
+    /// id: two strings, each allocated and checked as UTF-8). Each number's length is counted
+    /// once, before the string is made.
+    /// Inlined so that each caller's `last` (none, for the ids of records read where they were
+    /// first written) is a constant there.
+    @inline(__always)
+    static func id(topic: String, partition: Int64, offset: Int64, index: Int64, then last: Int64? = nil) -> String {
+        let lengths = (
+            partition: decimalLength(partition), offset: decimalLength(offset), index: decimalLength(index),
+            last: last.map(decimalLength) ?? 0)
         return topic.withUTF8Bytes { topicBytes in
-            let length = topicBytes.count + lengths.partition + lengths.offset + lengths.index
+            let length = topicBytes.count + lengths.partition + lengths.offset + lengths.index + lengths.last
             return String(unsafeUninitializedCapacity: length) { buffer in
                 var end = buffer.initialize(fromContentsOf: topicBytes)
                 end = writeDecimal(partition, length: lengths.partition, into: buffer, at: end)
                 end = writeDecimal(offset, length: lengths.offset, into: buffer, at: end)
-                return writeDecimal(index, length: lengths.index, into: buffer, at: end)
+                end = writeDecimal(index, length: lengths.index, into: buffer, at: end)
+                guard let last else { return end }
+                return writeDecimal(last, length: lengths.last, into: buffer, at: end)
             }
         }
     }

@@ -202,8 +202,12 @@ public enum KafkaRecords {
         guard let value = message.value else { throw RecordError("record has no value") }
         try limits.checkRecordSize(keyBytes: message.key?.count ?? 0, valueBytes: value.count)
         let record = try RecordCodec.decode(value, topic: message.topic)
-        let key = message.key.map { String(decoding: $0, as: UTF8.self) } ?? ""
         if case .tick = record { return record }
+        // A key with exactly the user id's bytes is that user id; only another key is made a
+        // `String` and compared as one (canonical equivalence, repaired bytes), which is what
+        // every key went through before, a string made per record to find it equal.
+        if let key = message.key, record.userId.withUTF8Bytes({ $0.elementsEqual(key) }) { return record }
+        let key = message.key.map { String(decoding: $0, as: UTF8.self) } ?? ""
         if key != record.userId {
             throw RecordError("record key \(RecordError.quote(key)) differs from user_id \(RecordError.quote(record.userId))")
         }

@@ -281,6 +281,30 @@ struct RuntimePieceTests {
         #expect(KafkaRecords.origin(of: plain).coordinates == SourceCoordinates(topic: Topics.deliveryInbox, partition: 0, offset: 4))
     }
 
+    @Test("a record's key must be its user_id: the same bytes, or a key equal to it as a string; any other key, or none, is refused")
+    func keyMatchesUserId() throws {
+        func decode(userId: String, key: [UInt8]?) -> Result<FleetRecord, RecordError> {
+            let value = Array(#"{"entry_source":"organic","id":"a1","type":"app.opened","user_id":"\#(userId)","v":1}"#.utf8)
+            let message = KafkaMessage(
+                topic: Topics.appActivity, partition: 0, offset: 3, key: key, value: value, timestamp: nil, timestampType: nil)
+            return Result { () throws(RecordError) in try KafkaRecords.decode(message) }
+        }
+        #expect(try decode(userId: "u1", key: Array("u1".utf8)).get().userId == "u1")
+        // "é" written precomposed in the value and decomposed in the key: equal as strings.
+        #expect(try decode(userId: "\u{e9}", key: Array("e\u{301}".utf8)).get().userId == "\u{e9}")
+        for key in [Array("u2".utf8), Array("u1 ".utf8), Array("u".utf8), [], nil] {
+            guard case .failure(let error) = decode(userId: "u1", key: key) else {
+                Issue.record("key \(String(describing: key)) was taken for user u1")
+                continue
+            }
+            #expect(error.message.contains("differs from user_id 'u1'"), "\(error)")
+        }
+        let tick = KafkaMessage(
+            topic: Topics.deliveryInbox, partition: 0, offset: 4, key: Array("any".utf8),
+            value: Array(#"{"id":"t1","type":"tick","v":1}"#.utf8), timestamp: nil, timestampType: nil)
+        #expect(try KafkaRecords.decode(tick).type == "tick")
+    }
+
     @Test("ids of a record with an origin index are topic:partition:offset:originIndex:index")
     func originIds() {
         var ids = OutputIDs(origin: SourceCoordinates(topic: "rin.score.batches", partition: 2, offset: 17), originIndex: 1)
