@@ -151,6 +151,15 @@ public struct ProtobufWireWriter {
         buffer.append(contentsOf: payload)
     }
 
+    /// Raw payload bytes inside `delimited`, `count` of them, stored in place by `body`: one
+    /// append for a run of fixed-width values (a packed list of ids) instead of one per value.
+    @inlinable
+    public mutating func appendRaw(count: Int, _ body: (UnsafeMutableRawBufferPointer) -> Void) {
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: count))
+        buffer.withUnsafeMutableBytes { body(UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
+    }
+
     // MARK: Wire primitives
 
     /// A native string's bytes are read where they lie: `withUTF8` is mutating, and the copy it
