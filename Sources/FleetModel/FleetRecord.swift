@@ -174,28 +174,33 @@ public enum RecordCodec {
     /// bytes) cost some 800 instructions a record; a name of the right length is rare, so a
     /// scan compares a few lengths and one run of bytes (`Benchmarks/README.md`, "Runtime,
     /// tenth round").
+    ///
+    /// The names are kept as their UTF-8 bytes, so a length is a field read and the string being
+    /// looked up is opened once, not once per name (a `utf8.count` and two `withUTF8Bytes` calls
+    /// per name compared, ~300 instructions a record; "Runtime, fourteenth round").
     private enum AllowedTypes {
-        static let table: [(topic: String, types: [String])] = Topics.allowedTypes
-            .map { (topic: $0.key, types: $0.value.sorted()) }.sorted { $0.topic < $1.topic }
+        static let table: [(topic: [UInt8], types: [[UInt8]])] = Topics.allowedTypes
+            .map { (topic: Array($0.key.utf8), types: $0.value.sorted().map { Array($0.utf8) }) }
+            .sorted { $0.topic.lexicographicallyPrecedes($1.topic) }
 
-        static func on(_ topic: String) -> [String]? {
-            for entry in table where sameBytes(entry.topic, topic) { return entry.types }
-            return nil
+        static func on(_ topic: String) -> [[UInt8]]? {
+            topic.withUTF8Bytes { topic in
+                for entry in table where sameBytes(entry.topic, topic) { return entry.types }
+                return nil
+            }
         }
 
-        static func list(_ types: [String], contains type: String) -> Bool {
-            types.contains { sameBytes($0, type) }
+        static func list(_ types: [[UInt8]], contains type: String) -> Bool {
+            type.withUTF8Bytes { type in types.contains { sameBytes($0, type) } }
         }
 
-        /// `a == b` for the strings here (ASCII names: equal exactly when their bytes are).
-        private static func sameBytes(_ a: String, _ b: String) -> Bool {
-            guard a.utf8.count == b.utf8.count else { return false }
-            return a.withUTF8Bytes { a in
-                b.withUTF8Bytes { b in
-                    // Of the same length: without storage, both are empty.
-                    guard let left = a.baseAddress, let right = b.baseAddress else { return true }
-                    return memcmp(left, right, a.count) == 0
-                }
+        /// `a == b` for the names here (ASCII names: equal exactly when their bytes are).
+        private static func sameBytes(_ a: [UInt8], _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard a.count == b.count else { return false }
+            return a.withUnsafeBufferPointer { a in
+                // Of the same length: without storage, both are empty.
+                guard let left = a.baseAddress, let right = b.baseAddress else { return true }
+                return memcmp(left, right, a.count) == 0
             }
         }
     }

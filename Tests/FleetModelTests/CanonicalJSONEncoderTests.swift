@@ -113,6 +113,26 @@ struct CanonicalJSONEncoderTests {
         }
     }
 
+    @Test("times at and beyond the ends of years 0–9999, with and without milliseconds, are written as JSONEncoder writes them")
+    func timesAtTheEdgesAgree() {
+        // The writer copies a time's bytes from the stack for years 0–9999 and spells the rest
+        // out (`Timestamp.withRFC3339UTF8`, `rfc3339Spelled`).
+        let edges: [Int64] = [
+            -62_167_219_200_001, -62_167_219_200_000, -62_167_219_199_999, -1, 0, 1, 999, 1_000,
+            253_402_300_799_000, 253_402_300_799_999, 253_402_300_800_000, 253_402_300_800_001,
+        ]
+        for milliseconds in edges {
+            let at = Timestamp(millisecondsSinceEpoch: milliseconds)
+            let records: [FleetRecord] = [
+                .decision(Decision(id: "d", userId: "u", intentId: "i", outcome: .deferred, until: at, rule: "P-QUIET-1")),
+                .sectionItem(SectionItem(id: "s", userId: "u", section: "home", itemId: "x", item: [:], expiresAt: at)),
+            ]
+            for record in records {
+                #expect(RecordCodec.encode(record) == (try? CanonicalJSONEncoder.foundationEncode(record)), "\(at.rfc3339)")
+            }
+        }
+    }
+
     @Test("one RecordCodec.Writer over a run of records writes each as a fresh RecordCodec.encode does")
     func writerReusesItsSession() async {
         // Runs of every case, with records that grow the session's buffer well past its first
