@@ -70,6 +70,7 @@ public struct OutputIDs: Hashable, Sendable {
     /// one for an inbox record's five-part id, which was made as a four-part stem and then the
     /// id: two strings, each allocated and checked as UTF-8). Each number's length is counted
     /// once, before the string is made.
+    ///
     /// Inlined so that each caller's `last` (none, for the ids of records read where they were
     /// first written) is a constant there.
     @inline(__always)

@@ -203,9 +203,9 @@ public enum KafkaRecords {
         try limits.checkRecordSize(keyBytes: message.key?.count ?? 0, valueBytes: value.count)
         let record = try RecordCodec.decode(value, topic: message.topic)
         if case .tick = record { return record }
-        // A key with exactly the user id's bytes is that user id; only another key is made a
-        // `String` and compared as one (canonical equivalence, repaired bytes), which is what
-        // every key went through before, a string made per record to find it equal.
+        // A key with exactly the user id's bytes is that user id. Only another key is made a
+        // `String` and compared as one (canonical equivalence, repaired bytes); every key used
+        // to be, a string made per record for a key that nearly always matches.
         if let key = message.key, record.userId.withUTF8Bytes({ $0.elementsEqual(key) }) { return record }
         let key = message.key.map { String(decoding: $0, as: UTF8.self) } ?? ""
         if key != record.userId {
