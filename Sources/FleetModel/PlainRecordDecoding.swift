@@ -53,8 +53,6 @@ enum PlainRecordDecoding {
         case string(UnsafeBufferPointer<UInt8>)
         case integer(Int64)
         case null
-        /// An object, by its bytes (braces included), read only by the member it belongs to.
-        case object(Range<Int>)
     }
 
     /// The names a plain record's members may have, as bits.
@@ -100,11 +98,11 @@ enum PlainRecordDecoding {
     /// The top-level members of a plain record, each once.
     private struct Members {
         var present: UInt16 = 0
-        var v, type, id, userId, notification, category, data, expiresAt, source, entrySource, notificationId,
-            timeZone: Value?
-        /// `data` and `source` when they were read where they lay (`Scanner.topLevel`); kept
-        /// apart so that every other member's `Value` stays two words.
+        var v, type, id, userId, notification, category, expiresAt, entrySource, notificationId, timeZone: Value?
+        /// The two objects, read where they lie (`Scanner.topLevel`): `data` when it is plain,
+        /// else its bytes (braces included) for the tree; `source` as coordinates.
         var plainData: JSONObject?
+        var treeData: Range<Int>?
         var coordinates: SourceCoordinates?
 
         /// Marks `member` present; false for a member already seen.
@@ -114,7 +112,7 @@ enum PlainRecordDecoding {
             return true
         }
 
-        /// Keeps `value` for `member`.
+        /// Keeps `value` for `member`, one with a plain value (the objects are kept by `topLevel`).
         mutating func store(_ member: Member, _ value: Value) {
             switch member {
             case .v: v = value
@@ -123,9 +121,8 @@ enum PlainRecordDecoding {
             case .userId: userId = value
             case .notification: notification = value
             case .category: category = value
-            case .data: data = value
+            case .data, .source: break
             case .expiresAt: expiresAt = value
-            case .source: source = value
             case .entrySource: entrySource = value
             case .notificationId: notificationId = value
             case .timeZone: timeZone = value
@@ -143,7 +140,8 @@ enum PlainRecordDecoding {
             if Scanner.equal(typeName, "intent") {
                 guard has(.intent),
                       let notification = Self.text(notification), let category = Self.text(category),
-                      let data = plainData ?? Self.treeFreeForm(data, in: bytes), let source = coordinates
+                      let data = plainData ?? treeData.flatMap({ Scanner.treeFreeForm(UnsafeBufferPointer(rebasing: bytes[$0])) }),
+                      let source = coordinates
                 else { return nil }
                 var expires: Timestamp?
                 switch expiresAt {
@@ -185,12 +183,6 @@ enum PlainRecordDecoding {
             return nil
         }
 
-        /// A `data` object that was not plain, through the tree; nil for any other value or none.
-        private static func treeFreeForm(_ value: Value?, in bytes: UnsafeBufferPointer<UInt8>) -> JSONObject? {
-            guard case .object(let range)? = value else { return nil }
-            return Scanner.treeFreeForm(UnsafeBufferPointer(rebasing: bytes[range]))
-        }
-
         /// A string member's text; nil for any other value or none.
         private static func text(_ value: Value?) -> String? {
             guard case .string(let bytes)? = value else { return nil }
@@ -220,18 +212,20 @@ enum PlainRecordDecoding {
                 // The objects of `data` and `source` are read where they lie, in the one pass
                 // over the record: skipping them to find their end and then reading them from
                 // their start scanned every intent's two objects twice. Data that is not plain is
-                // kept by its bytes for the tree; a `source` that is not plain coordinates makes
-                // the whole record the tree's, as before.
-                if member == .data, index < bytes.count, bytes[index] == UInt8(ascii: "{") {
+                // kept by its bytes for the tree. Anything else (a `data` that is not an object, a
+                // `source` that is not plain coordinates) makes the whole record the tree's: no
+                // record read here has such a member, as before.
+                if member == .data {
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return false }
                     let start = index
                     if let object = plainObject(depth: 0) {
                         members.plainData = object
                     } else {
                         guard let end = endOfObject(from: start) else { return false }
                         index = end
-                        members.data = .object(start..<end)
+                        members.treeData = start..<end
                     }
-                } else if member == .source, index < bytes.count, bytes[index] == UInt8(ascii: "{") {
+                } else if member == .source {
                     guard let coordinates = coordinates() else { return false }
                     members.coordinates = coordinates
                 } else {
@@ -250,10 +244,6 @@ enum PlainRecordDecoding {
             switch bytes[index] {
             case UInt8(ascii: "\""):
                 return plainString().map(Value.string)
-            case UInt8(ascii: "{"):
-                guard let end = endOfObject(from: index) else { return nil }
-                defer { index = end }
-                return .object(index..<end)
             case UInt8(ascii: "n"):
                 return takeNull() ? .null : nil
             default:
