@@ -54,6 +54,22 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     /// writes changed ones to `<worker>.state`.
     @inlinable public var states: [String: P.State] { storedStates }
 
+    /// Calls `body` with `user`'s decoded state where it lies in the table, or returns nil when
+    /// the user has none. Why: through `states` (or its getter by index) the state was copied
+    /// to be read, a retain and a release of each collection it holds; the runtime reads every
+    /// changed user's state once per commit unit to write its image. `mutating` only for the
+    /// exclusive access that lets the state be lent in place; nothing is changed.
+    @inlinable
+    public mutating func withState<R, E: Error>(of user: String, _ body: (borrowing P.State) throws(E) -> R) throws(E) -> R? {
+        guard let index = storedStates.index(forKey: user) else { return nil }
+        return try Self.lend(&storedStates.values[index], to: body)
+    }
+
+    @inlinable
+    static func lend<R, E: Error>(_ state: inout P.State, to body: (borrowing P.State) throws(E) -> R) throws(E) -> R {
+        try body(state)
+    }
+
     /// Restored users still held as images, not decoded because nothing touched them yet.
     @inlinable public var held: [String: HeldStateImage] { heldImages }
 

@@ -12,7 +12,7 @@ public enum KafkaRecords {
     /// Always inlined: called, it took a copy of the whole output (a retain and a release of
     /// every string it holds) for the two fields it reads.
     @inline(__always)
-    public static func producerRecord(_ output: OutputRecord, value: [UInt8], physicalTopic: String) -> ProducerRecord {
+    public static func producerRecord(_ output: borrowing OutputRecord, value: consuming [UInt8], physicalTopic: String) -> ProducerRecord {
         ProducerRecord(
             topic: physicalTopic, key: output.key.isEmpty ? nil : Array(output.key.utf8),
             value: value, timestamp: output.timestamp.millisecondsSinceEpoch)
@@ -23,7 +23,7 @@ public enum KafkaRecords {
     /// ids from them instead of from the inbox offset (see `OutputIDs`), so re-sent copies and
     /// the interleaving of writers cannot change an id.
     public static func producerRecord(
-        _ output: OutputRecord, value: [UInt8], physicalTopic: String, from step: SourceCoordinates, index: Int
+        _ output: borrowing OutputRecord, value: consuming [UInt8], physicalTopic: String, from step: SourceCoordinates, index: Int
     ) -> ProducerRecord {
         var record = producerRecord(output, value: value, physicalTopic: physicalTopic)
         record.headers = provenanceHeaders(step) + [KafkaHeader(Header.sourceIndex, String(index))]

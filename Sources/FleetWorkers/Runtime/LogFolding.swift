@@ -176,8 +176,8 @@ public enum LogFolding {
     /// The same, to `destination`, the output's topic already resolved: the runtime resolves
     /// each topic once per lane instead of once per output.
     public static func producerRecord(
-        for output: OutputRecord, value: [UInt8], to destination: OutputDestination, index: Int, of origin: SourceCoordinates,
-        originIndex: Int?
+        for output: borrowing OutputRecord, value: consuming [UInt8], to destination: OutputDestination, index: Int,
+        of origin: SourceCoordinates, originIndex: Int?
     ) -> ProducerRecord {
         var record = destination.isInbox
             ? KafkaRecords.producerRecord(output, value: value, physicalTopic: destination.physicalTopic, from: origin, index: index)
