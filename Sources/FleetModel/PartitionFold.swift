@@ -197,7 +197,7 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         }
         step.ids = context.ids
         let firstOwn = step.outputs.count
-        step.take(context.outputs)
+        step.take(context.takeOutputs())
         step.recordOutputs = firstOwn..<step.outputs.count
         step.recordUser = user
         let wakeUp = processor.nextWakeUp(state)
@@ -277,7 +277,7 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
             var context = ProcessingContext(now: now, userId: user, ids: step.ids)
             processor.fireTimers(state: &state, context: &context)
             step.ids = context.ids
-            step.take(context.outputs)
+            step.take(context.takeOutputs())
             let wakeUp = processor.nextWakeUp(state)
             keep(consume state, for: user, at: stored, into: &step)
             timers.rescheduleFired(user, to: wakeUp, firedAt: now)
@@ -400,12 +400,22 @@ public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
     /// The index the next id from these coordinates would take.
     @inlinable public var nextIndex: Int { ids.nextIndex }
 
-    /// Appends a processor call's outputs. The first call's list becomes the step's own (a
-    /// record with no timer due before it, the common step), so its outputs are not copied one
-    /// by one into a new list.
+    /// Appends a processor call's outputs, taken from its context (`takeOutputs()`). The first
+    /// call's list becomes the step's own (a record with no timer due before it, the common
+    /// step), so its outputs are not copied one by one into a new list; a later call's outputs
+    /// are moved over one by one (`append(contentsOf:)` copied each, a retain of every string
+    /// it holds, and released them with the list).
     @inlinable
-    mutating func take(_ produced: [OutputRecord]) {
-        if outputs.isEmpty { outputs = produced } else { outputs.append(contentsOf: produced) }
+    mutating func take(_ produced: consuming [OutputRecord]) {
+        if outputs.isEmpty {
+            outputs = produced
+            return
+        }
+        // No `reserveCapacity` to the exact count: a tick that fires thousands of timers takes
+        // each one's outputs here, and an exact reservation reallocated the list every time.
+        var rest = produced
+        rest.withUnsafeMutableBufferPointer { $0.reverse() }
+        while let output = rest.popLast() { outputs.append(output) }
     }
 
     /// `before` and `after` are taken, not copied: the fold hands over its last use of each.

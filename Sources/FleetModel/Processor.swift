@@ -136,6 +136,16 @@ public struct ProcessingContext: Sendable {
 
     public mutating func nextID() -> String { ids.next() }
 
+    /// The outputs, moved out (`outputs` is left empty): read through `outputs`, the fold's
+    /// step shared the list with this context, so the step's first write to it (the runtime
+    /// encodes each output in place) copied the whole list.
+    @usableFromInline
+    mutating func takeOutputs() -> [OutputRecord] {
+        var taken: [OutputRecord] = []
+        swap(&taken, &outputs)
+        return taken
+    }
+
     /// Emits `record` to `topic`, stamped with the log time. `hasOwnId`: the record's id was
     /// not taken from `nextID()` (see `OutputRecord.hasOwnId`).
     ///
