@@ -136,9 +136,8 @@ public struct ProcessingContext: Sendable {
 
     public mutating func nextID() -> String { ids.next() }
 
-    /// The outputs, moved out (`outputs` is left empty): read through `outputs`, the fold's
-    /// step shared the list with this context, so the step's first write to it (the runtime
-    /// encodes each output in place) copied the whole list.
+    /// The outputs, moved out (`outputs` is left empty), so the fold's step that takes them owns
+    /// the list and its outputs alone and can move them on (`FoldStep.take`) instead of copying.
     @usableFromInline
     mutating func takeOutputs() -> [OutputRecord] {
         var taken: [OutputRecord] = []
