@@ -130,6 +130,20 @@ import Testing
         #expect(step.changes.allSatisfy { $0.after.fired == 2 && $0.before?.fired == 0 })
     }
 
+    /// `withState` (the runtime's seal reads each changed user's state through it) lends the
+    /// stored state itself, nil for a user without one, and changes nothing.
+    @Test func aStoredStateIsLentAsItIs() {
+        var fold = PartitionFold(processor: AlarmProcessor())
+        _ = fold.apply(action("a", "in:10"), timestamp: at(0), coordinates: coordinates(0))
+        _ = fold.apply(action("a", "in:20"), timestamp: at(1), coordinates: coordinates(1))
+        let before = fold.states
+        #expect(fold.withState(of: "a") { $0 } == before["a"])
+        #expect(fold.withState(of: "a") { $0.alarms.map(\.due) } == [at(10), at(21)])
+        #expect(fold.withState(of: "nobody") { _ in true } == nil)
+        #expect(fold.states == before)
+        #expect(fold.nextWakeUp == at(10))
+    }
+
     @Test func restoringRebuildsTheTimersFromTheStates() {
         var original = PartitionFold(processor: AlarmProcessor())
         _ = original.apply(action("a", "in:50"), timestamp: at(0), coordinates: coordinates(0))
