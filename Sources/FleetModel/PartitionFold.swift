@@ -414,7 +414,7 @@ public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
         // No `reserveCapacity` to the exact count: a tick that fires thousands of timers takes
         // each one's outputs here, and an exact reservation reallocated the list every time.
         var rest = produced
-        rest.withUnsafeMutableBufferPointer { $0.reverse() }
+        rest.reverseForPopping()
         while let output = rest.popLast() { outputs.append(output) }
     }
 

@@ -396,8 +396,8 @@ actor FoldCore<P: UserProcessor> {
         var inCounts: [String: Int] = [:]
         var lanes: [Int32: [KafkaMessage]] = [:]
         let namespace = settings.topics
-        var remaining = batch.takeReversed()
-        while let message = remaining.popLast() {
+        batch.reverseForPopping()
+        while let message = batch.popLast() {
             if mismatches[message.topic] != nil { continue }
             if message.topic == layout.foldedTopic {
                 // Counted by the lane, which skips re-delivered copies.

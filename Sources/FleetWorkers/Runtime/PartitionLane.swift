@@ -133,10 +133,10 @@ struct PartitionLane<P: UserProcessor>: Sendable {
     /// retain and a release of its topic, key, value and headers.
     @_specialize(where P == DeliveryEngine)
     mutating func fold(_ batch: inout [KafkaMessage]) -> Int {
-        var remaining = batch.takeReversed()
+        batch.reverseForPopping()
         var count = 0
         let writer = RecordCodec.Writer()  // one writing session for the batch's outputs
-        while let message = remaining.popLast() {
+        while let message = batch.popLast() {
             if fold(message, writer: writer) { count += 1 }
         }
         tally.report(to: context.observer)
@@ -238,7 +238,7 @@ struct PartitionLane<P: UserProcessor>: Sendable {
     /// was still copied on its way into the unit (a retain of every string it holds) and its
     /// value retained, and the step's list released them all again afterwards (`emit` was ~4 %
     /// of a busy delivery worker's samples, about half of it those copies). Both lists are
-    /// reversed in place first, so `popLast()` hands them out in order, each moved.
+    /// reversed in place first (`reverseForPopping()`), so `popLast()` hands them out in order.
     private mutating func emit(
         _ outputs: inout [OutputRecord], values: inout [[UInt8]], origin: SourceCoordinates, originIndex: Int?,
         recordTimestamp: Int64?, cause: InputPosition
@@ -246,8 +246,8 @@ struct PartitionLane<P: UserProcessor>: Sendable {
         // One value per output (`LogFolding.encode`); a surplus on either side is not emitted.
         if outputs.count > values.count { outputs.removeLast(outputs.count - values.count) }
         if values.count > outputs.count { values.removeLast(values.count - outputs.count) }
-        outputs.withUnsafeMutableBufferPointer { $0.reverse() }
-        values.withUnsafeMutableBufferPointer { $0.reverse() }
+        outputs.reverseForPopping()
+        values.reverseForPopping()
         let observer = context.observer
         var index = 0
         while let output = outputs.popLast(), let value = values.popLast() {
