@@ -43,17 +43,21 @@ struct Digest {
 let profile = try PolicyProfile.shipped("rin")
 let namespace = TopicNamespace(prefix: "")
 var fold = PartitionFold(processor: DeliveryEngine(profile: profile))
+fold.recording = .users  // as a lane writing binary images
 var digest = Digest()
 var produced = 0
-var states: [String: (state: DeliveryState, image: [UInt8]?, offset: Int64)] = [:]
+// The changed users of the open unit, as a lane keeps them: the image the bound check encoded,
+// if any, and the offset; the state itself is read from the fold at the seal.
+var states: [String: (image: [UInt8]?, offset: Int64)] = [:]
 var unitStart: Int64?
 var changeCount = 0
 var stateRecords = 0
 
 @MainActor func seal() throws {
     for user in states.keys.sorted() {
-        guard let entry = states[user] else { continue }
-        let image = try entry.image ?? StateCoding.encode(entry.state)
+        guard let entry = states[user],
+              let image = try fold.withState(of: user, { state in try entry.image ?? StateCoding.encode(state) })
+        else { continue }
         digest.add(ChangelogRecords.state(
             userId: user, image: image, inputOffset: entry.offset, topic: "state", partition: 0))
         produced += 1
@@ -75,8 +79,8 @@ for message in messages {
             for: output, value: value, index: index, of: folded.origin, originIndex: folded.originIndex, in: namespace))
         produced += 1
     }
-    for (change, image) in zip(step.changes, folded.stateImages) {
-        states[change.userId] = (change.after, image, message.offset)
+    for index in 0..<min(step.changeCount, folded.stateImages.count) {
+        states[step.changedUser(at: index)] = (folded.stateImages[index], message.offset)
         changeCount += 1
     }
     if Int(message.offset + 1) % unitRecords == 0 { try seal() }

@@ -50,6 +50,10 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     @usableFromInline var heldImages: [String: HeldStateImage]
     @usableFromInline let decodeImage: StateImageDecoder<P.State>?
 
+    /// What each step keeps of the users it changed: their states before and after the step
+    /// (`.states`, the default), or only who they were (`.users`). Set it before folding.
+    public var recording: ChangeRecording = .states
+
     /// Every decoded user's state (all users, unless restored lazily: see `held`). The runtime
     /// writes changed ones to `<worker>.state`.
     @inlinable public var states: [String: P.State] { storedStates }
@@ -237,13 +241,14 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
         _ step: FoldStep<P.State>, logTimeBefore: Timestamp?, timestamp: Timestamp, coordinates: SourceCoordinates,
         originIndex: Int? = nil, firstIndex: Int = 0, error: RecordError
     ) -> FoldStep<P.State> {
-        for change in step.changes {
-            if let before = change.before {
-                storedStates[change.userId] = before
-                timers.update(change.userId, to: processor.nextWakeUp(before))
+        for position in 0..<step.changeCount {
+            let user = step.changedUser(at: position)
+            if let before = step.before(at: position) {
+                storedStates[user] = before
+                timers.update(user, to: processor.nextWakeUp(before))
             } else {
-                storedStates[change.userId] = nil
-                timers.update(change.userId, to: nil)
+                storedStates[user] = nil
+                timers.update(user, to: nil)
             }
         }
         storedLogTime = logTimeBefore
@@ -325,22 +330,35 @@ public struct PartitionFold<P: UserProcessor>: Sendable {
     /// five copies of a state per step; now there are two, the one the step changes and the
     /// change's `after` (`Benchmarks/FoldProfile`: 2.776G → 2.646G instructions, −4.7 %).
     /// The `after` is a copy of the local state, not the table's getter: that copied it twice.
+    /// Recording `.users`, there is no `after` to copy: one state copy per step.
     @inlinable @discardableResult
     mutating func keep(
         _ state: consuming P.State, for user: String, at stored: [String: P.State].Index?, into step: inout FoldStep<P.State>
     ) -> Bool {
         guard let stored else {
             if state == processor.initialState(userId: user) { return false }
-            storedStates[user] = copy state
-            step.recordChange(of: user, before: nil, after: state)
+            switch recording {
+            case .states:
+                storedStates[user] = copy state
+                step.recordChange(of: user, before: nil, after: state)
+            case .users:
+                storedStates[user] = state
+                step.recordUser(user, before: nil)
+            }
             return true
         }
         if Self.isUnchanged(&storedStates.values[stored], state) { return false }
-        // The change's `after` is copied from the new state before the swap: read back from the
-        // table afterwards (`values[stored]`'s getter), the state was copied twice.
-        let after = copy state
-        swap(&state, &storedStates.values[stored])
-        step.recordChange(of: user, before: state, after: after)
+        switch recording {
+        case .states:
+            // The change's `after` is copied from the new state before the swap: read back from
+            // the table afterwards (`values[stored]`'s getter), the state was copied twice.
+            let after = copy state
+            swap(&state, &storedStates.values[stored])
+            step.recordChange(of: user, before: state, after: after)
+        case .users:
+            swap(&state, &storedStates.values[stored])
+            step.recordUser(user, before: state)
+        }
         return true
     }
 
@@ -368,8 +386,12 @@ public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
     /// decode: their timers were dropped (see `PartitionFold`); the runtime reports them.
     public var undecodable: [UndecodableState] = []
 
+    /// The changes, recording `.states`.
     @usableFromInline var changeList: [StateChange<State>] = []
-    /// Positions in `changeList` by user, built only once a step changes many users (a tick
+    /// The changed users with their states before the step, recording `.users`. One of the two
+    /// lists stays empty.
+    @usableFromInline var userList: [ChangedUser<State>] = []
+    /// Positions in the list by user, built only once a step changes many users (a tick
     /// after a quiet night fires every user's 09:00 digest), so the common one-user step
     /// allocates no index.
     @usableFromInline var changeIndex: [String: Int] = [:]
@@ -379,22 +401,25 @@ public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
 
     /// One entry per user whose state changed in this step, in the order of their first change;
     /// `before` is the state at the start of the step (`nil` for a user never stored), `after`
-    /// at its end (it can equal `before` if a timer and the record undid each other). The
-    /// runtime writes `after` to `<worker>.state` and both to `<worker>.history`.
+    /// at its end (it can equal `before` if a timer and the record undid each other). Replay
+    /// and explain read both. Empty when the fold records `.users` (see `changedUser(at:)`).
     @inlinable public var changes: [StateChange<State>] { changeList }
 
-    /// How many users' states changed: `changes.count`, without a copy of the list.
-    @inlinable public var changeCount: Int { changeList.count }
+    /// How many users' states changed, whatever the fold records.
+    @inlinable public var changeCount: Int { userList.isEmpty ? changeList.count : userList.count }
 
-    /// Calls `body` with the change at `position` where it lies in the list, for a caller that
-    /// passes its states on: read through `changes` (or a span of it), a state was copied first
-    /// (a retain and a release of each collection it holds), since the optimiser cannot tell
-    /// that nothing writes the element meanwhile; exclusive access tells it. `inout` for that
-    /// alone: what `body` changes is the caller's own copy of the step, and the fold never
-    /// reads it back.
+    /// The user of the change at `position` (below `changeCount`), whatever the fold records.
+    /// Its state after the step is the one the fold holds once the step is done.
     @inlinable
-    public mutating func withChange<R, E: Error>(at position: Int, _ body: (inout StateChange<State>) throws(E) -> R) throws(E) -> R {
-        try body(&changeList[position])
+    public func changedUser(at position: Int) -> String {
+        userList.isEmpty ? changeList[position].userId : userList[position].userId
+    }
+
+    /// The state of the change at `position` at the start of the step (nil for a user never
+    /// stored), whatever the fold records.
+    @inlinable
+    public func before(at position: Int) -> State? {
+        userList.isEmpty ? changeList[position].before : userList[position].before
     }
 
     /// The index the next id from these coordinates would take.
@@ -429,12 +454,49 @@ public struct FoldStep<State: Codable & Hashable & Sendable>: Sendable {
         if !changeIndex.isEmpty { changeIndex[user] = changeList.count - 1 }
     }
 
+    /// `recordChange` without the state after: a user changed again keeps its first `before`.
+    @inlinable
+    mutating func recordUser(_ user: String, before: consuming State?) {
+        if position(of: user) != nil { return }
+        userList.append(ChangedUser(userId: user, before: before))
+        if !changeIndex.isEmpty { changeIndex[user] = userList.count - 1 }
+    }
+
+    /// Where `user` is among the changes, if it changed already.
     @inlinable
     mutating func position(of user: String) -> Int? {
         if !changeIndex.isEmpty { return changeIndex[user] }
-        if changeList.count < 16 { return changeList.firstIndex { $0.userId == user } }
-        for (position, change) in changeList.enumerated() { changeIndex[change.userId] = position }
+        let count = changeCount
+        if count < 16 {
+            return userList.isEmpty ? changeList.firstIndex { $0.userId == user } : userList.firstIndex { $0.userId == user }
+        }
+        for position in 0..<count { changeIndex[changedUser(at: position)] = position }
         return changeIndex[user]
+    }
+}
+
+/// What a fold step keeps of each user whose state it changed (`PartitionFold.recording`).
+public enum ChangeRecording: Sendable {
+    /// The user and its states before and after the step (`FoldStep.changes`): what replay,
+    /// explain and the simulator compare and show.
+    case states
+    /// The user and its state before the step (`FoldStep.changedUser(at:)`,
+    /// `FoldStep.before(at:)`), which undoes a refused record; `changes` stays empty. Why: the
+    /// runtime writes each changed user's image from the fold's own table when it seals a
+    /// unit, so the copy of every changed state per step, a retain of each list the state
+    /// holds and a release when the step was dropped, bought it nothing.
+    case users
+}
+
+/// A user whose state a step changed, with its state before the step (recording `.users`).
+@usableFromInline
+struct ChangedUser<State: Sendable>: Sendable {
+    @usableFromInline var userId: String
+    @usableFromInline var before: State?
+
+    @inlinable
+    init(userId: String, before: consuming State?) {
+        self.userId = userId; self.before = before
     }
 }
 

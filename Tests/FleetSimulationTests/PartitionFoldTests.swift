@@ -130,6 +130,51 @@ import Testing
         #expect(step.changes.allSatisfy { $0.after.fired == 2 && $0.before?.fired == 0 })
     }
 
+    /// Recording `.users` (what the runtime does with binary images) names the same users in
+    /// the same order with the same states before the step as recording `.states`, leaves
+    /// `changes` empty, and folds exactly the same: outputs, states and timers. Covered: one
+    /// user changed twice in a step (a timer, then the record), more than 16 users in one step
+    /// (the position index), a new user, a rejected record, and `reject` of a step.
+    @Test func recordingUsersNamesTheSameChangesAsRecordingStates() {
+        var states = PartitionFold(processor: AlarmProcessor())
+        var users = PartitionFold(processor: AlarmProcessor())
+        users.recording = .users
+        var log: [FleetRecord] = []
+        for n in 0..<40 { log.append(action("user-\(n)", "in:\(10 + n % 3)")) }
+        log += [tick(), action("user-1", "in:5"), action("a", "repeat:2"), action("a", "reject"), tick()]
+        log += [action("a", "in:1"), action("b", "in:30"), tick(), action("b", "clear")]
+        for (offset, record) in log.enumerated() {
+            let time = at(Int64(offset) * 4)
+            let full = states.apply(record, timestamp: time, coordinates: coordinates(Int64(offset)))
+            let light = users.apply(record, timestamp: time, coordinates: coordinates(Int64(offset)))
+            #expect(light.outputs == full.outputs)
+            #expect(light.deadLetter == full.deadLetter)
+            #expect(light.changes.isEmpty)
+            #expect(light.changeCount == full.changes.count)
+            #expect((0..<light.changeCount).map { light.changedUser(at: $0) } == full.changes.map(\.userId))
+            #expect((0..<light.changeCount).map { light.before(at: $0) } == full.changes.map(\.before))
+            #expect((0..<full.changeCount).map { full.changedUser(at: $0) } == full.changes.map(\.userId))
+            #expect(users.states == states.states)
+            #expect(users.nextWakeUp == states.nextWakeUp)
+        }
+        #expect(users.states.count == 42)
+
+        // Taking a step back restores the same states and timers under either recording.
+        let time = at(1_000)
+        let logTime = states.logTime
+        let full = states.apply(action("b", "in:7"), timestamp: time, coordinates: coordinates(100))
+        let light = users.apply(action("b", "in:7"), timestamp: time, coordinates: coordinates(100))
+        #expect(light.changeCount > 1)  // the due alarms of others fired first
+        let error = RecordError("refused after the step")
+        let fullAgain = states.reject(full, logTimeBefore: logTime, timestamp: time, coordinates: coordinates(100), error: error)
+        let lightAgain = users.reject(light, logTimeBefore: logTime, timestamp: time, coordinates: coordinates(100), error: error)
+        #expect(lightAgain.outputs == fullAgain.outputs)
+        #expect((0..<lightAgain.changeCount).map { lightAgain.changedUser(at: $0) } == fullAgain.changes.map(\.userId))
+        #expect(users.states == states.states)
+        #expect(users.states["b"]?.alarms.isEmpty == true)
+        #expect(users.nextWakeUp == states.nextWakeUp)
+    }
+
     /// `withState` (the runtime's seal reads each changed user's state through it) lends the
     /// stored state itself, nil for a user without one, and changes nothing.
     @Test func aStoredStateIsLentAsItIs() {

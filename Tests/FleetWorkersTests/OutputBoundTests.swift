@@ -117,6 +117,35 @@ import UpstreamProcessors
         }
     }
 
+    // DESIGN.md principles 3 and 7: a fold recording only which users changed (the runtime's,
+    // with binary images) checks the same bounds, refuses the same records and hands out the
+    // same bytes as one recording each change's states (replay's and explain's).
+    @Test func recordingUsersFoldsByteForByteAsRecordingStates() async throws {
+        let engine = try DeliveryEngine(profile: PolicyProfile.shipped("rin"))
+        await propertyCheck(count: 20, input: Self.seeds) { seed in
+            var states = PartitionFold(processor: engine)
+            var users = PartitionFold(processor: engine)
+            users.recording = .users
+            var refused = 0
+            for message in Self.inboxLog(seed: seed, count: 200) {
+                let full = LogFolding.fold(message, into: &states, limits: Self.limits)
+                let light = LogFolding.fold(message, into: &users, limits: Self.limits)
+                #expect(light.deadLetter == full.deadLetter)
+                #expect(light.outputValues == full.outputValues)
+                #expect(light.stateImages == full.stateImages)
+                #expect(light.stateEncodingError == nil && full.stateEncodingError == nil)
+                let changed = light.step.map { step in (0..<step.changeCount).map { step.changedUser(at: $0) } }
+                #expect(changed == full.step?.changes.map(\.userId))
+                if full.deadLetter?.message.contains("RecordLimits") == true { refused += 1 }
+            }
+            #expect(users.states == states.states)
+            if refused > 0 { Self.recordingCasesWithRefusals.add(1, ordering: .relaxed) }
+        }
+        #expect(Self.recordingCasesWithRefusals.load(ordering: .relaxed) >= 5, "too few cases refused a record to compare refusals")
+    }
+
+    static let recordingCasesWithRefusals = Atomic<Int>(0)
+
     @Test("a record whose state would pass the bound is refused with the size and the limit, and changes nothing")
     func stateBoundRefusal() throws {
         let limits = RecordLimits(maxRecordBytes: 262_144, maxOutputBytes: 262_144, maxStateBytes: 16_384)

@@ -296,9 +296,12 @@ actor FoldCore<P: UserProcessor> {
                 staleLayout = message
                 continue
             }
-            let fold = PartitionFold(
+            var fold = PartitionFold(
                 processor: processor, restoring: result.states, holding: result.held,
                 decode: { image throws(StateImageError) in try StateCoding.decode(image, as: P.State.self) }, logTime: result.logTime)
+            // Binary images are written from the fold's table at the seal; JSON ones need each
+            // change's state before it (`PartitionLane`).
+            fold.recording = settings.stateImages == .binary ? .users : .states
             guard activate(partition, attempt: generation, fold: fold, nextOffset: committed[partition]) else { continue }
             seeks[TopicPartition(layout.foldedTopic, partition)] = committed[partition] ?? KafkaConsumer.beginning
             if let offset = committed[partition] { committedOffsets[TopicPartition(layout.foldedTopic, partition)] = offset }

@@ -21,10 +21,11 @@ public enum LogFolding {
         public var timestamp: Timestamp
         /// The encoded value of each of `step.outputs`, in order (checked against the bound).
         public var outputValues: [[UInt8]] = []
-        /// The encoded image of each of `step.changes`' `after` state, in order, where checking
-        /// the bound took encoding it; nil where it did not (`StateCoding.imageSizeBound`), and
-        /// the caller encodes the image when it writes it (`StateCoding.encode`). A user's state
-        /// often changes many times in a commit unit, and only the last image is written.
+        /// The encoded image of each changed user's state after the step (`step.changedUser(at:)`),
+        /// in order, where checking the bound took encoding it; nil where it did not
+        /// (`StateCoding.imageSizeBound`), and the caller encodes the image when it writes it
+        /// (`StateCoding.encode`). A user's state often changes many times in a commit unit, and
+        /// only the last image is written.
         public var stateImages: [[UInt8]?] = []
         /// Set when a state did not encode: the worker cannot go on.
         public var stateEncodingError: String?
@@ -68,13 +69,13 @@ public enum LogFolding {
         }
         let logTimeBefore = fold.logTime
         var step = fold.apply(record, timestamp: timestamp, coordinates: origin.coordinates, originIndex: origin.index)
-        var encoded = encode(&step, limits: limits, images: images, writer: writer)
+        var encoded = encode(&step, of: &fold, limits: limits, images: images, writer: writer)
         if step.deadLetter == nil, let violation = encoded.violation {
             step = fold.reject(
                 step, logTimeBefore: logTimeBefore, timestamp: timestamp, coordinates: origin.coordinates,
                 originIndex: origin.index, error: RecordError("\(violation); the record is refused so that nothing over the bound is written (RecordLimits)"))
             // What remains are the timers that were due anyway; they were encoded once more.
-            encoded = encode(&step, limits: limits, images: images, writer: writer)
+            encoded = encode(&step, of: &fold, limits: limits, images: images, writer: writer)
         }
         // Built in the return statement: filled in as a local and returned, the whole value
         // (the step's outputs and both states of each change) was copied out and the local
@@ -104,10 +105,12 @@ public enum LogFolding {
     /// state without a size bound under the limit. JSON images are all encoded: the worker
     /// writes a change record, with its before-image, per change.
     ///
-    /// `step` is `inout` only so that each output and state is read where it lies
-    /// (`RecordCodec.Writer.encode(inPlace:)`, `FoldStep.withChange(at:_:)`).
-    private static func encode<State>(
-        _ step: inout FoldStep<State>, limits: RecordLimits, images: StateImageEncoding, writer: borrowing RecordCodec.Writer
+    /// Each changed user's state is read where it lies in `fold`, which holds it as the step
+    /// left it: a fold recording `.users` keeps no copy of it in the step. `step` is `inout` only
+    /// so that each output is read where it lies (`RecordCodec.Writer.encode(inPlace:)`).
+    private static func encode<P: UserProcessor>(
+        _ step: inout FoldStep<P.State>, of fold: inout PartitionFold<P>, limits: RecordLimits, images: StateImageEncoding,
+        writer: borrowing RecordCodec.Writer
     ) -> Encoded {
         var encoded = Encoded()
         encoded.outputs.reserveCapacity(step.outputs.count)
@@ -122,32 +125,45 @@ public enum LogFolding {
         let allowed = limits.maxStateBytes - limits.stateHeadroom
         let recordUser = step.recordUser
         for index in 0..<step.changeCount {
-            // Each change where it lies: read through `changes` (or a span of it), the state was
-            // copied to be passed on (a retain and a release of each of its collections).
-            step.withChange(at: index) { change in
-                if images == .binary {
-                    if change.userId != recordUser {
-                        encoded.states.append(nil)
-                        return
-                    }
-                    if let bound = StateCoding.imageSizeBound(of: change.after, as: images), bound <= allowed {
-                        encoded.states.append(nil)
-                        return
-                    }
+            let userId = step.changedUser(at: index)
+            if images == .binary, userId != recordUser {
+                encoded.states.append(nil)
+                continue
+            }
+            let checked = fold.withState(of: userId) { state in
+                checkedImage(of: state, images: images, allowed: allowed)
+            }
+            switch checked {
+            case nil:
+                // Cannot happen: a changed user's state stays in the fold.
+                encoded.stateError = encoded.stateError ?? "the state of user \(userId), changed by the step, is not in the fold"
+                encoded.states.append(nil)
+            case .failure(let error)?:
+                encoded.stateError = encoded.stateError ?? "cannot encode the state of user \(userId): \(error)"
+                encoded.states.append(nil)
+            case .success(let image)?:
+                if let image, image.count > allowed, encoded.violation == nil, userId == recordUser {
+                    encoded.violation = "the state of user \(RecordError.quote(userId)) would be \(image.count) bytes, over the \(allowed) a record may leave (state limit \(limits.maxStateBytes), FLEET_MAX_STATE_BYTES, less 1/16 for timers)"
                 }
-                do {
-                    let image = try StateCoding.encode(change.after, as: images)
-                    if image.count > allowed, encoded.violation == nil, change.userId == recordUser {
-                        encoded.violation = "the state of user \(RecordError.quote(change.userId)) would be \(image.count) bytes, over the \(allowed) a record may leave (state limit \(limits.maxStateBytes), FLEET_MAX_STATE_BYTES, less 1/16 for timers)"
-                    }
-                    encoded.states.append(image)
-                } catch {
-                    encoded.stateError = encoded.stateError ?? "cannot encode the state of user \(change.userId): \(error)"
-                    encoded.states.append(nil)
-                }
+                encoded.states.append(image)
             }
         }
         return encoded
+    }
+
+    /// `state`'s image, or nil for a binary image whose size bound is within `allowed` (it is
+    /// encoded when it is written).
+    private static func checkedImage<State: Encodable>(
+        of state: borrowing State, images: StateImageEncoding, allowed: Int
+    ) -> Result<[UInt8]?, any Error> {
+        if images == .binary, let bound = StateCoding.imageSizeBound(of: state, as: images), bound <= allowed {
+            return .success(nil)
+        }
+        do {
+            return .success(try StateCoding.encode(state, as: images))
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// The Kafka record for the `index`-th output of the step at `origin` (with `originIndex`,

@@ -187,11 +187,8 @@ struct PartitionLane<P: UserProcessor>: Sendable {
              recordTimestamp: message.timestamp, cause: cause)
 
         let logTime = fold.logTime ?? timestamp
-        // Read in place (a span): iterating the changes copied both states of each.
-        let changeList = step.changes
-        let changes = changeList.span
-        for index in 0..<min(changes.count, folded.stateImages.count) {
-            let userId = changes[index].userId, image = folded.stateImages[index]
+        for index in 0..<min(step.changeCount, folded.stateImages.count) {
+            let userId = step.changedUser(at: index), image = folded.stateImages[index]
             switch stateImages {
             case .binary:
                 // One history image per changed user per unit, written when the unit is sealed.
@@ -212,7 +209,7 @@ struct PartitionLane<P: UserProcessor>: Sendable {
                     before = cached
                 } else {
                     do {
-                        before = try changes[index].before.map { try StateCoding.encode($0, as: .json) }
+                        before = try step.before(at: index).map { try StateCoding.encode($0, as: .json) }
                     } catch {
                         unit.fatal = unit.fatal ?? "cannot encode the state of user \(userId): \(error)"
                         continue
