@@ -1,4 +1,6 @@
 import FleetModel
+import FleetTestSupport
+import Foundation
 import PropertyBased
 import Testing
 
@@ -53,6 +55,54 @@ struct ZoneTests {
         let santiago = try #require(Zone(identifier: "America/Santiago"))
         let start = santiago.startOfDay(CivilDate(year: 2026, month: 9, day: 6))
         #expect(santiago.localDateTime(at: start) == (try local("2026-09-06T01:00")))
+    }
+
+    /// The offset cache (one table per zone, shared by every thread, its last stretch read
+    /// without a lock) never changes a result: any second, in any order, from several tasks at
+    /// once, gives the tz database's offset. Half the seconds are drawn across two centuries,
+    /// half within two minutes of one of the zone's transitions, where a stretch ends (so
+    /// lookups keep leaving the stretch the last one found). Amsterdam and Monrovia had offsets
+    /// in seconds, which the lock-free word cannot hold.
+    @Test("offsets agree with the tz database at any second, in any order, from several tasks at once")
+    func offsetsAgreeWithTheDatabase() async throws {
+        let names = ["America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Kathmandu", "America/Santiago",
+                     "Pacific/Chatham", "Europe/Amsterdam", "Africa/Monrovia", "Europe/Berlin"]
+        let zones = try names.map { try #require(Zone(identifier: $0)) }
+        // Each zone's transitions from 1930 to 2040, as the database reports them.
+        let transitions: [[Int64]] = names.map { name in
+            let timeZone = TimeZone(identifier: name)!
+            var found: [Int64] = []
+            var date = Date(timeIntervalSince1970: -1_262_304_000)
+            while let next = timeZone.nextDaylightSavingTimeTransition(after: date), next.timeIntervalSince1970 < 2_208_988_800 {
+                found.append(Int64(next.timeIntervalSince1970.rounded(.down)))
+                date = next
+            }
+            return found
+        }
+        #expect(transitions.filter { $0.count > 100 }.count >= 5)
+        let mismatches = await withTaskGroup(of: [String].self) { group in
+            for task in 0..<6 {
+                group.addTask {
+                    var rng = SplitMix64(seed: UInt64(task))
+                    var wrong: [String] = []
+                    for _ in 0..<4_000 {
+                        let z = rng.int(names.count)
+                        let second: Int64
+                        if rng.int(2) == 0 || transitions[z].isEmpty {
+                            second = Int64(rng.int(0...6_000_000)) * 1_000 - 2_500_000_000 + Int64(rng.int(0...999))
+                        } else {
+                            second = transitions[z][rng.int(transitions[z].count)] + Int64(rng.int(-120...120))
+                        }
+                        let expected = TimeZone(identifier: names[z])!.secondsFromGMT(for: Date(timeIntervalSince1970: TimeInterval(second)))
+                        let offset = zones[z].offsetSeconds(at: Timestamp(secondsSinceEpoch: second))
+                        if offset != Int64(expected) { wrong.append("\(names[z]) at \(second): \(offset), not \(expected)") }
+                    }
+                    return wrong
+                }
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.count) wrong, e.g. \(mismatches.prefix(5))")
     }
 
     @Test("instant(for:) inverts localDateTime(at:) for every existing wall time")
